@@ -1,0 +1,40 @@
+"""Logged series as a long-form table: one row per (step, split, metric), as seaborn and the claim
+checks read them."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from vitheory.artifacts import atomic_path
+
+COLUMNS = ("model", "seed", "step", "split", "metric", "value")
+
+
+class History:
+    """Rows of `COLUMNS` for one training run."""
+
+    def __init__(self, *, model: str, seed: int):
+        self.model, self.seed = model, seed
+        self.rows: list[tuple] = []
+
+    def add(self, step: int, metrics: dict[str, dict[str, float]]) -> None:
+        """`metrics` maps a split (train, test) to that split's named values at `step`."""
+        for split, values in metrics.items():
+            for metric, value in values.items():
+                self.rows.append((self.model, self.seed, step, split, metric, value))
+
+    def at_step(self, step: int) -> dict[str, dict[str, float]]:
+        found: dict[str, dict[str, float]] = {}
+        for _, _, row_step, split, metric, value in self.rows:
+            if row_step == step:
+                found.setdefault(split, {})[metric] = value
+        if not found:
+            raise KeyError(f"no values logged at step {step}")
+        return found
+
+    def write(self, path: str | Path) -> None:
+        with atomic_path(path) as tmp, open(tmp, "w", newline="") as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(COLUMNS)
+            writer.writerows(self.rows)

@@ -1,0 +1,61 @@
+"""Models of the theory papers. Each is registered so that `load_checkpoint` rebuilds it."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from vitheory.artifacts import register_model
+
+
+@register_model
+class ShallowViT(nn.Module):
+    """[LI23] shallow ViT: one single-head softmax self-attention layer and a two-layer perceptron.
+
+        F(X) = (1/L) sum_l a^T ReLU(W_O sum_s W_V x_s attn(l, s)),
+        attn(l, s) = softmax_s((W_K x_s)^T (W_Q x_l)).
+
+    The scores carry no 1/sqrt(d) factor: the scale lives in the initialisation,
+    W_Q = W_K = qk_init * I, so a token's score with a same-pattern token starts at about
+    qk_init^2 and attention starts near uniform. W_V = I and W_O ~ N(0, out_init_std^2). The
+    readout a is fixed (a buffer, not trained) at +1/m for the first m/2 hidden units and -1/m
+    for the rest.
+
+    Args:
+        dim: token dimension d.
+        width: hidden units m.
+        qk_init: scale of the identity that W_Q and W_K start from.
+        out_init_std: standard deviation of W_O's initial entries.
+    """
+
+    def __init__(self, *, dim: int, width: int, qk_init: float, out_init_std: float):
+        super().__init__()
+        self.config = {"dim": dim, "width": width, "qk_init": qk_init, "out_init_std": out_init_std}
+        self.W_Q = nn.Parameter(qk_init * torch.eye(dim))
+        self.W_K = nn.Parameter(qk_init * torch.eye(dim))
+        self.W_V = nn.Parameter(torch.eye(dim))
+        self.W_O = nn.Parameter(out_init_std * torch.randn(width, dim))
+        sign = torch.where(torch.arange(width) < width // 2, 1.0, -1.0)
+        self.register_buffer("a", sign / width)
+
+    def attention(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, L, d) tokens -> (B, L_query, L_key) attention probabilities."""
+        scores = torch.einsum("bsd,bld->bls", x @ self.W_K.T, x @ self.W_Q.T)
+        return scores.softmax(dim=-1)
+
+    def forward(self, x: torch.Tensor, *, return_attention: bool = False):
+        """(B, L, d) tokens -> (B,) outputs F(X); with `return_attention`, also the attention map."""
+        attn = self.attention(x)
+        mixed = torch.einsum("bls,bsd->bld", attn, x @ self.W_V.T)  # sum_s W_V x_s attn(l, s)
+        hidden = F.relu(mixed @ self.W_O.T)  # (B, L, m)
+        out = (hidden @ self.a).mean(dim=1)
+        return (out, attn) if return_attention else out
+
+    @property
+    def attention_parameters(self) -> list[nn.Parameter]:
+        return [self.W_Q, self.W_K]
+
+    @property
+    def mlp_parameters(self) -> list[nn.Parameter]:
+        return [self.W_V, self.W_O]

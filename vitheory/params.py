@@ -1,0 +1,251 @@
+"""Typed, validated access to `params.yaml`.
+
+Every section of the file is a frozen dataclass. `load_params` builds them and rejects unknown or
+missing keys, wrong types and out-of-range values with one `ParamsError` line that names the key,
+the value and what is allowed. It imports neither torch nor numpy, so a stage fails on a bad value
+in well under a second, before any compute and before it writes anything.
+
+    python -m vitheory.params [params.yaml]    # check a file, print the error or "ok"
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin, get_type_hints
+
+import yaml
+
+from vitheory.errors import ParamsError
+
+DEFAULT_PATH = Path("params.yaml")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A range rule for one field: `test(value)` must hold; `allowed` says what does."""
+
+    test: Callable[[Any], bool]
+    allowed: str
+
+
+POSITIVE = Rule(lambda v: v > 0, "> 0")
+NON_NEGATIVE = Rule(lambda v: v >= 0, ">= 0")
+FRACTION = Rule(lambda v: 0 <= v <= 1, "a fraction in [0, 1]")
+OPEN_FRACTION = Rule(lambda v: 0 < v <= 1, "a fraction in (0, 1]")
+
+
+def at_least(low: int) -> Rule:
+    return Rule(lambda v: v >= low, f">= {low}")
+
+
+def knob(rule: Rule | None = None) -> Any:
+    """A required field with an optional range rule."""
+    return field(metadata={"rule": rule})
+
+
+Violation = tuple[str, Any, str]  # (key relative to the section, value, what is allowed)
+
+
+class Section:
+    """Base of every params section: `relations` yields violations that involve several keys."""
+
+    def relations(self) -> Iterator[Violation]:
+        return iter(())
+
+
+# --- generate -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LiTokensParams(Section):
+    """[LI23] token data (SCIENCE.md section 1)."""
+
+    seed: int = knob(NON_NEGATIVE)
+    n_train: int = knob(at_least(2))
+    n_test: int = knob(at_least(2))
+    dim: int = knob(at_least(2))
+    n_patterns: int = knob(at_least(3))
+    n_tokens: int = knob(at_least(1))
+    alpha_star: float = knob(Rule(lambda v: 0 < v <= 1, "a fraction in (0, 1]"))
+    alpha_confusion: float = knob(FRACTION)
+    noise_radius: float = knob(NON_NEGATIVE)
+    noise_dist: Literal["uniform_ball", "sphere"] = knob()
+
+    @property
+    def n_relevant(self) -> int:
+        return round(self.alpha_star * self.n_tokens)
+
+    @property
+    def n_confusion(self) -> int:
+        return round(self.alpha_confusion * self.n_tokens)
+
+    def relations(self) -> Iterator[Violation]:
+        if self.n_patterns > self.dim:
+            yield "n_patterns", self.n_patterns, f"<= dim ({self.dim}) for orthonormal patterns"
+        if self.alpha_confusion >= self.alpha_star:
+            yield "alpha_confusion", self.alpha_confusion, f"< alpha_star ({self.alpha_star})"
+        if self.n_relevant < 1:
+            yield "alpha_star", self.alpha_star, (
+                f"at least one relevant token: round(alpha_star * n_tokens) >= 1 "
+                f"with n_tokens = {self.n_tokens}")
+        if self.n_relevant + self.n_confusion > self.n_tokens:
+            yield "alpha_confusion", self.alpha_confusion, (
+                f"relevant + confusion tokens ({self.n_relevant} + {self.n_confusion}) "
+                f"<= n_tokens ({self.n_tokens})")
+
+
+@dataclass(frozen=True)
+class GenerateParams(Section):
+    li_tokens: LiTokensParams = knob()
+
+
+# --- train --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ShallowViTParams(Section):
+    """Shape and initialisation of the [LI23] shallow ViT (vitheory.models.ShallowViT)."""
+
+    width: int = knob(at_least(2))
+    qk_init: float = knob(POSITIVE)
+    out_init_std: float = knob(POSITIVE)
+
+
+@dataclass(frozen=True)
+class LiVitTrainParams(Section):
+    seed: int = knob(NON_NEGATIVE)
+    model: ShallowViTParams = knob()
+    steps: int = knob(at_least(1))
+    batch_size: int = knob(at_least(1))
+    lr_attention: float = knob(POSITIVE)
+    lr_mlp: float = knob(POSITIVE)
+    token_fraction: float = knob(OPEN_FRACTION)
+    log_every: int = knob(at_least(1))
+
+
+@dataclass(frozen=True)
+class TrainParams(Section):
+    device: Literal["auto", "cpu", "cuda"] = knob()
+    li_vit: LiVitTrainParams = knob()
+
+
+# --- render -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RenderParams(Section):
+    dpi: int = knob(at_least(50))
+    context: Literal["paper", "notebook", "talk", "poster"] = knob()
+
+
+# --- the whole file -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Params(Section):
+    generate: GenerateParams = knob()
+    train: TrainParams = knob()
+    render: RenderParams = knob()
+
+    def relations(self) -> Iterator[Violation]:
+        n_train = self.generate.li_tokens.n_train
+        if self.train.li_vit.batch_size > n_train:
+            yield "train.li_vit.batch_size", self.train.li_vit.batch_size, (
+                f"<= generate.li_tokens.n_train ({n_train})")
+
+
+def _describe(kind: Any) -> str:
+    if get_origin(kind) is Literal:
+        return "one of " + ", ".join(str(choice) for choice in get_args(kind))
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(
+        kind, getattr(kind, "__name__", str(kind)))
+
+
+def _fail(key: str, value: Any, allowed: str) -> ParamsError:
+    return ParamsError(f"{key} = {value!r} is not allowed: must be {allowed}")
+
+
+def _convert(kind: Any, value: Any, key: str) -> Any:
+    if is_dataclass(kind):
+        return _build(kind, value, key)
+    if get_origin(kind) is Literal:
+        if value not in get_args(kind):
+            raise _fail(key, value, _describe(kind))
+        return value
+    ok = {
+        int: isinstance(value, int) and not isinstance(value, bool),
+        float: isinstance(value, (int, float)) and not isinstance(value, bool),
+        str: isinstance(value, str),
+        bool: isinstance(value, bool),
+    }[kind]
+    if not ok:
+        raise _fail(key, value, _describe(kind))
+    return float(value) if kind is float else value
+
+
+def _build(cls: type, raw: Any, prefix: str) -> Any:
+    where = prefix or "the top level"
+    if not isinstance(raw, dict):
+        raise _fail(prefix or "params", raw, f"a mapping with keys {[f.name for f in fields(cls)]}")
+    names = [f.name for f in fields(cls)]
+    for key in raw:
+        if key not in names:
+            raise ParamsError(f"{prefix + '.' if prefix else ''}{key} is not a known key "
+                              f"(known in {where}: {', '.join(names)})")
+    hints = get_type_hints(cls)
+    values = {}
+    for f in fields(cls):
+        key = f"{prefix}.{f.name}" if prefix else f.name
+        if f.name not in raw:
+            raise ParamsError(f"{key} is missing: add it to params.yaml ({_describe(hints[f.name])})")
+        value = _convert(hints[f.name], raw[f.name], key)
+        rule = f.metadata.get("rule")
+        if rule is not None and not rule.test(value):
+            raise _fail(key, value, rule.allowed)
+        values[f.name] = value
+    section = cls(**values)
+    for key, value, allowed in section.relations():
+        raise _fail(f"{prefix}.{key}" if prefix else key, value, allowed)
+    return section
+
+
+def parse_params(raw: Any) -> Params:
+    """Validate an already-parsed params mapping."""
+    return _build(Params, raw, "")
+
+
+def load_params(path: str | Path = DEFAULT_PATH) -> Params:
+    """Read and validate a params file; raise ParamsError (one line) on anything not allowed."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ParamsError(f"{path}: cannot be read ({err.strerror}); run from the repository root") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark else ""
+        raise ParamsError(f"{path}: not valid YAML{line}") from None
+    try:
+        return parse_params(raw)
+    except ParamsError as err:
+        raise ParamsError(f"{path}: {err}") from None
+
+
+def main(argv: list[str]) -> int:
+    path = Path(argv[0]) if argv else DEFAULT_PATH
+    try:
+        load_params(path)
+    except ParamsError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"{path}: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
