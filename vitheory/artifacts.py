@@ -24,7 +24,8 @@ from torch import nn
 from vitheory.errors import ArtifactError
 
 
-def _missing(path: Path, stage: str, what: str) -> ArtifactError:
+def artifact_error(path: Path, stage: str, what: str) -> ArtifactError:
+    """One line naming the file, what is wrong with it and the stage that rebuilds it."""
     return ArtifactError(f"{path}: {what}; run `dvc repro {stage}` to rebuild it")
 
 
@@ -65,11 +66,11 @@ def write_json(path: str | Path, obj: Any) -> None:
 def read_json(path: str | Path, stage: str) -> Any:
     path = Path(path)
     if not path.is_file():
-        raise _missing(path, stage, "missing")
+        raise artifact_error(path, stage, "missing")
     try:
         return json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise _missing(path, stage, f"not valid JSON ({err.__class__.__name__})") from None
+        raise artifact_error(path, stage, f"not valid JSON ({err.__class__.__name__})") from None
 
 
 def write_tensors(path: str | Path, tensors: Mapping[str, torch.Tensor]) -> None:
@@ -81,14 +82,14 @@ def read_tensors(path: str | Path, stage: str, names: tuple[str, ...] = ()) -> d
     """Load a safetensors file; `names` are tensors that must be present."""
     path = Path(path)
     if not path.is_file():
-        raise _missing(path, stage, "missing")
+        raise artifact_error(path, stage, "missing")
     try:
         tensors = load_file(str(path))
     except (SafetensorError, OSError, ValueError) as err:
-        raise _missing(path, stage, f"not a readable safetensors file ({err})") from None
+        raise artifact_error(path, stage, f"not a readable safetensors file ({err})") from None
     absent = [name for name in names if name not in tensors]
     if absent:
-        raise _missing(path, stage, f"lacks tensors {absent}")
+        raise artifact_error(path, stage, f"lacks tensors {absent}")
     return tensors
 
 
@@ -131,18 +132,18 @@ def load_checkpoint(folder: str | Path, stage: str = "", device: str = "cpu") ->
     config = read_json(folder / CHECKPOINT_CONFIG, stage)
     name = config.get("class") if isinstance(config, dict) else None
     if name not in MODEL_CLASSES:
-        raise _missing(folder / CHECKPOINT_CONFIG, stage,
+        raise artifact_error(folder / CHECKPOINT_CONFIG, stage,
                        f"names model class {name!r}, known: {sorted(MODEL_CLASSES)}")
     try:
         model = MODEL_CLASSES[name](**config["config"])
     except (KeyError, TypeError, ValueError) as err:
-        raise _missing(folder / CHECKPOINT_CONFIG, stage, f"config does not build {name}: {err}") from None
+        raise artifact_error(folder / CHECKPOINT_CONFIG, stage, f"config does not build {name}: {err}") from None
     tensors = read_tensors(folder / CHECKPOINT_TENSORS, stage)
     expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     found = {k: tuple(v.shape) for k, v in tensors.items()}
     if expected != found:
         diff = sorted(set(expected.items()) ^ set(found.items()))
-        raise _missing(folder / CHECKPOINT_TENSORS, stage,
+        raise artifact_error(folder / CHECKPOINT_TENSORS, stage,
                        f"tensors do not match {CHECKPOINT_CONFIG} (name, shape differing: {diff})")
     model.load_state_dict(tensors)
     return model.to(device).eval()

@@ -90,6 +90,6 @@ def train_li_vit(train: TokenData, test: TokenData, cfg: LiVitTrainParams, devic
         loss.backward()
         optimizer.step()
         if step % cfg.log_every == 0 or step == cfg.steps:
-            bar.set_postfix(loss=f"{loss.item():.4f}")
+            bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
             log(step)
     return model.eval()
