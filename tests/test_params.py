@@ -1,0 +1,125 @@
+import copy
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from vitheory.params import ParamsError, load_params, parse_params
+
+RAW = yaml.safe_load((ROOT / "params.yaml").read_text())
+
+
+def with_value(dotted: str, value):
+    raw = copy.deepcopy(RAW)
+    *parents, last = dotted.split(".")
+    node = raw
+    for key in parents:
+        node = node[key]
+    node[last] = value
+    return raw
+
+
+def test_default_params_load():
+    params = load_params(ROOT / "params.yaml")
+    assert params.generate.li_tokens.n_relevant == round(
+        params.generate.li_tokens.alpha_star * params.generate.li_tokens.n_tokens)
+
+
+# (key, bad value, words the error must contain): one case per rule of the loader
+BAD_VALUES = [
+    ("generate.li_tokens.alpha_star", 1.5, "(0, 1]"),
+    ("generate.li_tokens.alpha_star", 0.0, "(0, 1]"),
+    ("generate.li_tokens.alpha_confusion", -0.1, "[0, 1]"),
+    ("generate.li_tokens.alpha_confusion", 0.2, "< alpha_star"),  # alpha# >= alpha*
+    ("train.li_vit.token_fraction", 0.0, "(0, 1]"),
+    ("train.li_vit.token_fraction", 1.5, "(0, 1]"),
+    ("generate.li_tokens.noise_radius", -0.1, ">= 0"),
+    ("generate.li_tokens.n_train", 0, ">= 2"),
+    ("generate.li_tokens.n_test", 1, ">= 2"),
+    ("generate.li_tokens.dim", 1, ">= 2"),
+    ("generate.li_tokens.n_tokens", 0, ">= 1"),
+    ("generate.li_tokens.n_patterns", 17, "<= dim"),
+    ("generate.li_tokens.seed", -1, ">= 0"),
+    ("train.li_vit.model.width", 0, ">= 2"),
+    ("train.li_vit.steps", 0, ">= 1"),
+    ("train.li_vit.batch_size", 0, ">= 1"),
+    ("train.li_vit.batch_size", 513, "<= generate.li_tokens.n_train"),
+    ("train.li_vit.lr_attention", 0.0, "> 0"),
+    ("train.li_vit.lr_mlp", -1.0, "> 0"),
+    ("train.li_vit.model.qk_init", 0.0, "> 0"),
+    ("train.li_vit.log_every", 0, ">= 1"),
+    ("train.device", "tpu", "one of auto, cpu, cuda"),
+    ("generate.li_tokens.noise_dist", "gaussian", "one of uniform_ball, sphere"),
+    ("render.dpi", 10, ">= 50"),
+    ("render.context", "slides", "one of paper"),
+    # wrong types
+    ("generate.li_tokens.n_train", 5.5, "an integer"),
+    ("generate.li_tokens.n_train", True, "an integer"),
+    ("train.li_vit.lr_mlp", "fast", "a number"),
+    ("train.li_vit.model", 3, "a mapping"),
+]
+
+
+@pytest.mark.parametrize("key,value,allowed", BAD_VALUES)
+def test_bad_value_names_key_value_and_rule(key, value, allowed):
+    with pytest.raises(ParamsError) as err:
+        parse_params(with_value(key, value))
+    message = str(err.value)
+    assert "\n" not in message
+    assert allowed in message
+    assert repr(value) in message
+    # a cross-key rule may name the key it is checked on; the reported key is a real one
+    assert key.rsplit(".", 1)[0] in message
+
+
+def test_token_counts_must_fit_in_the_sequence():
+    raw = with_value("generate.li_tokens.alpha_star", 0.6)
+    raw["generate"]["li_tokens"]["alpha_confusion"] = 0.5  # 24 + 20 tokens > 40
+    with pytest.raises(ParamsError, match=r"alpha_confusion = 0.5 .*<= n_tokens \(40\)"):
+        parse_params(raw)
+
+
+def test_at_least_one_relevant_token():
+    raw = with_value("generate.li_tokens.alpha_star", 0.01)
+    raw["generate"]["li_tokens"]["alpha_confusion"] = 0.0  # round(0.01 * 40) = 0 relevant tokens
+    with pytest.raises(ParamsError, match=r"alpha_star = 0.01 .*at least one relevant token"):
+        parse_params(raw)
+
+
+def test_unknown_key_is_rejected():
+    raw = with_value("train.li_vit.learning_rate", 0.1)
+    with pytest.raises(ParamsError, match=r"train\.li_vit\.learning_rate is not a known key"):
+        parse_params(raw)
+
+
+def test_missing_key_is_rejected():
+    raw = copy.deepcopy(RAW)
+    del raw["train"]["li_vit"]["lr_mlp"]
+    with pytest.raises(ParamsError, match=r"train\.li_vit\.lr_mlp is missing"):
+        parse_params(raw)
+
+
+def test_unreadable_and_invalid_files(tmp_path):
+    with pytest.raises(ParamsError, match="cannot be read"):
+        load_params(tmp_path / "absent.yaml")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("generate: [unclosed\n")
+    with pytest.raises(ParamsError, match="not valid YAML at line"):
+        load_params(broken)
+
+
+def test_params_are_frozen(default_params):
+    with pytest.raises(AttributeError):
+        default_params.train.li_vit.steps = 1
+
+
+def test_command_line_check_exits_2_with_one_line(tmp_path):
+    bad = tmp_path / "params.yaml"
+    bad.write_text(yaml.safe_dump(with_value("generate.li_tokens.alpha_star", 2.0)))
+    run = subprocess.run([sys.executable, "-m", "vitheory.params", str(bad)], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert run.returncode == 2
+    assert run.stderr.count("\n") == 1
+    assert "generate.li_tokens.alpha_star = 2.0" in run.stderr
