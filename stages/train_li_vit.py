@@ -7,7 +7,8 @@ from dvclive import Live
 
 from vitheory import li_tokens
 from vitheory.analysis import reference_masses
-from vitheory.artifacts import atomic_path, save_checkpoint, write_json
+from vitheory.artifacts import atomic_path, write_json
+from vitheory.checkpoint import save_checkpoint
 from vitheory.cli import run_stage
 from vitheory.history import History
 from vitheory.params import Params

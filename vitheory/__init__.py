@@ -11,7 +11,7 @@ __all__ = ["load_checkpoint", "save_checkpoint"]
 
 def __getattr__(name: str):
     if name in __all__:
-        from vitheory import artifacts
+        from vitheory import checkpoint
 
-        return getattr(artifacts, name)
+        return getattr(checkpoint, name)
     raise AttributeError(f"module 'vitheory' has no attribute {name!r}")

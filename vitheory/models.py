@@ -1,4 +1,4 @@
-"""Models of the theory papers. Each is registered so that `load_checkpoint` rebuilds it."""
+"""Models of the theory papers. Each is registered so that `vitheory.load_checkpoint` rebuilds it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vitheory.artifacts import register_model
+MODEL_CLASSES: dict[str, type[nn.Module]] = {}
+
+
+def register_model(cls: type[nn.Module]) -> type[nn.Module]:
+    """Make a model class loadable by `vitheory.load_checkpoint`: its `config` dict rebuilds it."""
+    MODEL_CLASSES[cls.__name__] = cls
+    return cls
 
 
 @register_model

@@ -1,0 +1,176 @@
+"""The pipeline as a user runs it: dvc.yaml's consistency, then dvc itself on a temporary copy."""
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT
+
+DVC_YAML = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+STAGES = DVC_YAML["stages"]
+
+
+def _leaf_keys(node, prefix=""):
+    if not isinstance(node, dict):
+        return [prefix]
+    return [key for name, child in node.items() for key in _leaf_keys(child, f"{prefix}{name}.")]
+
+
+def _stage_module(stage) -> str:
+    return stage["cmd"].split()[2]  # "python -m stages.x ..."
+
+
+def _vitheory_imports(path: Path, seen: set[str]) -> set[str]:
+    """vitheory module files that `path` imports, transitively."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            if isinstance(node, ast.ImportFrom) and node.module else [])
+        for name in names:
+            file = ROOT / (name.replace(".", "/") + ".py")
+            if name.startswith("vitheory") and file.is_file() and str(file) not in seen:
+                seen.add(str(file))
+                _vitheory_imports(file, seen)
+    return seen
+
+
+@pytest.mark.parametrize("name", sorted(STAGES))
+def test_stage_deps_list_every_module_it_imports(name):
+    stage = STAGES[name]
+    script = ROOT / (_stage_module(stage).replace(".", "/") + ".py")
+    needed = {str(Path(p).relative_to(ROOT)) for p in _vitheory_imports(script, set())}
+    needed.add(str(script.relative_to(ROOT)))
+    missing = needed - set(stage["deps"])
+    assert not missing, f"stage {name} imports modules not listed in its deps: {sorted(missing)}"
+
+
+def test_every_param_is_read_by_a_stage():
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    listed = [p for stage in STAGES.values() for p in stage.get("params", []) if isinstance(p, str)]
+    unread = [key for key in _leaf_keys(params)
+              if not any(key == p or key.startswith(p + ".") for p in listed)]
+    assert not unread, f"params no stage lists (dead, or a stage misses them): {unread}"
+
+
+def test_render_settings_do_not_retrain():
+    for name in ("generate", "train_li_vit"):
+        assert not any(str(p).startswith("render") for p in STAGES[name].get("params", []))
+
+
+# --- dvc on a temporary copy ----------------------------------------------------------------------
+
+TINY = {"generate.li_tokens.n_train": 64, "generate.li_tokens.n_test": 64,
+        "train.li_vit.steps": 40, "train.li_vit.log_every": 20, "train.li_vit.model.width": 20}
+
+
+def _set(params: dict, dotted: str, value) -> None:
+    *parents, last = dotted.split(".")
+    for key in parents:
+        params = params[key]
+    params[last] = value
+
+
+def _run(cmd, cwd, check=True):
+    env = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+                        "DVC_NO_ANALYTICS": "1", "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "t@t",
+                        "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "t@t"}
+    run = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    if check and run.returncode != 0:
+        raise AssertionError(f"{cmd} failed ({run.returncode}):\n{run.stdout}\n{run.stderr}")
+    return run
+
+
+def _dvc(*args, cwd, check=True):
+    return _run([sys.executable, "-m", "dvc", *args], cwd, check)
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    """A committed copy of the repository (files git tracks or would), tiny params, after `dvc repro`."""
+    copy = tmp_path_factory.mktemp("repo")
+    tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                             cwd=ROOT, capture_output=True, text=True, check=True)
+    for rel in tracked.stdout.split():
+        if (ROOT / rel).is_file():
+            (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, copy / rel)
+    params = yaml.safe_load((copy / "params.yaml").read_text())
+    for key, value in TINY.items():
+        _set(params, key, value)
+    (copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    _run(["git", "init", "-q"], copy)
+    _run(["git", "add", "-A"], copy)
+    _run(["git", "commit", "-qm", "copy"], copy)
+    _dvc("repro", cwd=copy)
+    return copy
+
+
+def _outs(stage) -> list[str]:
+    return [next(iter(o)) if isinstance(o, dict) else o
+            for kind in ("outs", "metrics") for o in stage.get(kind, [])]
+
+
+@pytest.mark.pipeline
+def test_repro_writes_every_declared_output_and_the_claims(repo):
+    for name, stage in STAGES.items():
+        for out in _outs(stage):
+            assert (repo / out).exists(), f"{name} did not write {out}"
+    claims = json.loads((repo / "reports/claims.json").read_text())["claims"]
+    assert [c["id"] for c in claims] == ["LI-3"]
+    for claim in claims:
+        assert set(claim) >= {"id", "statement", "metric", "measured", "threshold", "holds", "evidence"}
+        assert isinstance(claim["holds"], bool)
+        for path in claim["evidence"]:
+            assert (repo / "reports" / path).is_file(), path
+    report = (repo / "reports/REPORT.md").read_text()
+    assert "| LI-3 |" in report and "figures/li_vit_attention.png" in report
+
+
+@pytest.mark.pipeline
+def test_second_repro_does_nothing(repo):
+    run = _dvc("repro", cwd=repo)
+    assert "Running stage" not in run.stdout
+    assert "Data and pipelines are up to date" in run.stdout
+    assert _dvc("status", "-q", cwd=repo, check=False).returncode == 0
+
+
+@pytest.mark.pipeline
+def test_bad_param_fails_with_one_line_and_keeps_outputs(repo):
+    params_path = repo / "params.yaml"
+    original = params_path.read_text()
+    model = repo / "models/li_vit/model.safetensors"
+    before = model.read_bytes(), (repo / "reports/REPORT.md").read_bytes()
+    params = yaml.safe_load(original)
+    _set(params, "train.li_vit.lr_mlp", -1)
+    params_path.write_text(yaml.safe_dump(params, sort_keys=False))
+    try:
+        run = _dvc("repro", cwd=repo, check=False)
+    finally:
+        params_path.write_text(original)
+    errors = [line for line in run.stderr.splitlines() if line.startswith("error:")]
+    assert run.returncode != 0
+    assert errors == ["error: params.yaml: train.li_vit.lr_mlp = -1.0 is not allowed: must be > 0"]
+    assert "Traceback" not in run.stderr
+    assert (model.read_bytes(), (repo / "reports/REPORT.md").read_bytes()) == before
+    assert _dvc("status", "-q", cwd=repo, check=False).returncode == 0
+
+
+@pytest.mark.pipeline
+def test_exp_run_with_a_changed_param_changes_the_metric(repo):
+    def final_mass():
+        metrics = json.loads((repo / "reports/metrics/li_vit.json").read_text())
+        return metrics["final"]["test"]["attn_relevant_query"], metrics["steps"]
+
+    baseline = final_mass()
+    _dvc("exp", "run", "-S", "train.li_vit.steps=80", cwd=repo)
+    changed = final_mass()
+    assert changed[1] == 80 and changed[0] != baseline[0]
+    shown = _dvc("exp", "show", "--json", cwd=repo).stdout
+    assert "attn_relevant_query" in shown
