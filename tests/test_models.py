@@ -34,7 +34,8 @@ def test_every_trained_tensor_gets_a_gradient():
     assert names == {"W_Q", "W_K", "W_V", "W_O"}
     for name, param in model.named_parameters():
         assert param.grad is not None and param.grad.abs().sum() > 0, name
-    assert set(map(id, model.attention_parameters + model.mlp_parameters)) == set(map(id, model.parameters()))
+    assert {name: model.param_group(name) for name in names} == {
+        "W_Q": "mixing", "W_K": "mixing", "W_V": "mlp", "W_O": "mlp"}
 
 
 def test_checkpoint_rebuilds_the_same_model(tmp_path):

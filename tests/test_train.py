@@ -7,7 +7,8 @@ from vitheory import li_tokens
 from vitheory.analysis import attention_masses, reference_masses
 from vitheory.errors import TrainingDiverged
 from vitheory.li_tokens import CONFUSION, IRRELEVANT, RELEVANT
-from vitheory.train import subsample_tokens, train_li_vit
+from vitheory.ensemble import subsample_tokens
+from vitheory.train import train_li_vit
 
 CPU = torch.device("cpu")
 

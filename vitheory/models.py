@@ -58,10 +58,47 @@ class ShallowViT(nn.Module):
         out = (hidden @ self.a).mean(dim=1)
         return (out, attn) if return_attention else out
 
-    @property
-    def attention_parameters(self) -> list[nn.Parameter]:
-        return [self.W_Q, self.W_K]
+    def param_group(self, name: str) -> str:
+        """Which learning rate a parameter takes: `mixing` (W_Q, W_K: the attention) or `mlp` (W_V, W_O)."""
+        return "mixing" if name in ("W_Q", "W_K") else "mlp"
 
-    @property
-    def mlp_parameters(self) -> list[nn.Parameter]:
-        return [self.W_V, self.W_O]
+
+@register_model
+class TokenCNN(nn.Module):
+    """The [LI23] comparison CNN: the ViT with its attention replaced by a 1-D convolution over the
+    token sequence (SCIENCE.md section 1, our default construction).
+
+        F(X) = (1/L) sum_l a^T ReLU(W_O sum_{|j| <= k/2} W_conv[j] x_{l+j}),
+
+    zero-padded at both ends, global average pooling over positions, the same fixed readout a and
+    hinge loss as ShallowViT. Where attention can weigh any token by content, a convolution mixes a
+    fixed window of k neighbours, whatever they carry.
+
+    Args:
+        dim: token dimension d.
+        width: hidden units m.
+        kernel: odd window size k.
+        conv_init_std: standard deviation of W_conv's entries is conv_init_std / sqrt(k).
+        out_init_std: standard deviation of W_O's initial entries.
+    """
+
+    def __init__(self, *, dim: int, width: int, kernel: int, conv_init_std: float, out_init_std: float):
+        super().__init__()
+        if kernel % 2 == 0:
+            raise ValueError(f"kernel must be odd, got {kernel}")
+        self.config = {"dim": dim, "width": width, "kernel": kernel, "conv_init_std": conv_init_std,
+                       "out_init_std": out_init_std}
+        self.W_conv = nn.Parameter(conv_init_std / kernel ** 0.5 * torch.randn(dim, dim, kernel))
+        self.W_O = nn.Parameter(out_init_std * torch.randn(width, dim))
+        sign = torch.where(torch.arange(width) < width // 2, 1.0, -1.0)
+        self.register_buffer("a", sign / width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, L, d) tokens -> (B,) outputs."""
+        mixed = F.conv1d(x.transpose(1, 2), self.W_conv, padding=self.W_conv.shape[-1] // 2)  # (B, d, L)
+        hidden = F.relu(mixed.transpose(1, 2) @ self.W_O.T)  # (B, L, m)
+        return (hidden @ self.a).mean(dim=1)
+
+    def param_group(self, name: str) -> str:
+        """`mixing` (W_conv) or `mlp` (W_O)."""
+        return "mixing" if name == "W_conv" else "mlp"

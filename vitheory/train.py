@@ -1,18 +1,16 @@
-"""Training of the [LI23] shallow ViT by mini-batch SGD on the hinge loss."""
+"""Training of the [LI23] shallow ViT by mini-batch SGD on the hinge loss: an ensemble of one."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import torch
-import torch.nn.functional as F
-from tqdm import tqdm
 
 from vitheory.analysis import attention_masses
+from vitheory.ensemble import Ensemble, SGDConfig, Stacked, hinge, train_ensemble
+from vitheory.errors import ParamsError
 from vitheory.li_tokens import TokenData
 from vitheory.models import ShallowViT
-from vitheory.errors import ParamsError, TrainingDiverged
 from vitheory.params import LiVitTrainParams
 
 LogFn = Callable[[int, dict[str, dict[str, float]]], None]
@@ -27,30 +25,23 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def hinge_loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    return F.relu(1 - y * out).mean()
+def seeded(seed: int, build: Callable[[], torch.nn.Module]) -> torch.nn.Module:
+    """A model initialised from its own seed, whatever the global generator's state."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return build()
 
 
 @torch.no_grad()
-def evaluate(model: ShallowViT, data: TokenData, *, with_attention: bool = False) -> dict[str, float]:
-    """Hinge loss and 0-1 error on a split; with `with_attention`, the LI-3 attention masses."""
-    device = model.W_Q.device
-    x, y = data.X.to(device), data.y.to(device, torch.float32)
-    out, attn = model(x, return_attention=True)
-    metrics = {"loss": hinge_loss(out, y).item(), "error": (y * out <= 0).float().mean().item()}
+def evaluate(ensemble: Ensemble, data: TokenData, *, with_attention: bool = False) -> dict[str, float]:
+    """Hinge loss and 0-1 error of a one-member ensemble; with `with_attention`, the LI-3 masses."""
+    device = ensemble.params["W_Q"].device
+    x, y = data.X.to(device)[None], data.y.to(device, torch.float32)[None]
+    out, attn = ensemble(x, return_attention=True)
+    metrics = {"loss": hinge(out, y).mean().item(), "error": (y * out <= 0).float().mean().item()}
     if with_attention:
-        metrics |= attention_masses(attn, data.kind.to(device))
+        metrics |= attention_masses(attn[0], data.kind.to(device))
     return metrics
-
-
-def subsample_tokens(x: torch.Tensor, fraction: float, generator: torch.Generator) -> torch.Tensor:
-    """Keep a random round(fraction * L) of each example's tokens (the theory's token sampling)."""
-    n, length, _ = x.shape
-    keep = max(1, round(fraction * length))
-    if keep == length:
-        return x
-    order = torch.argsort(torch.rand(n, length, generator=generator), dim=1)[:, :keep]
-    return x.gather(1, order.to(x.device)[..., None].expand(-1, -1, x.shape[-1]))
 
 
 def train_li_vit(train: TokenData, test: TokenData, cfg: LiVitTrainParams, device: torch.device,
@@ -60,36 +51,21 @@ def train_li_vit(train: TokenData, test: TokenData, cfg: LiVitTrainParams, devic
 
     Raises TrainingDiverged if the training loss becomes non-finite.
     """
-    torch.manual_seed(cfg.seed)  # the model's initialisation
-    generator = torch.Generator().manual_seed(cfg.seed)  # mini-batches and token sampling
-    model = ShallowViT(dim=train.X.shape[-1], width=cfg.model.width, qk_init=cfg.model.qk_init,
-                       out_init_std=cfg.model.out_init_std).to(device)
-    optimizer = torch.optim.SGD([
-        {"params": model.attention_parameters, "lr": cfg.lr_attention},
-        {"params": model.mlp_parameters, "lr": cfg.lr_mlp},
-    ])
-    x_train, y_train = train.X.to(device), train.y.to(device, torch.float32)
+    def build() -> ShallowViT:
+        return ShallowViT(dim=train.X.shape[-1], width=cfg.model.width, qk_init=cfg.model.qk_init,
+                          out_init_std=cfg.model.out_init_std)
 
-    def log(step: int) -> None:
+    ensemble = Ensemble([seeded(cfg.seed, build).to(device)])
+    sgd = SGDConfig(steps=cfg.steps, batch_size=cfg.batch_size,
+                    lr={"mixing": cfg.lr_attention, "mlp": cfg.lr_mlp}, eval_every=cfg.log_every,
+                    token_fraction=cfg.token_fraction, stop_at_zero_loss=False,
+                    lr_keys={"mixing": "train.li_vit.lr_attention", "mlp": "train.li_vit.lr_mlp"})
+
+    def log(step: int, trained: Ensemble) -> None:
         if on_log is not None:
-            model.eval()
-            on_log(step, {"train": evaluate(model, train), "test": evaluate(model, test, with_attention=True)})
-            model.train()
+            on_log(step, {"train": evaluate(trained, train), "test": evaluate(trained, test, with_attention=True)})
 
-    log(0)
-    bar = tqdm(range(1, cfg.steps + 1), desc="train li_vit", disable=not progress, mininterval=1.0)
-    for step in bar:
-        idx = torch.randint(0, len(train), (cfg.batch_size,), generator=generator).to(device)
-        x = subsample_tokens(x_train[idx], cfg.token_fraction, generator)
-        loss = hinge_loss(model(x), y_train[idx])
-        if not math.isfinite(loss.item()):
-            raise TrainingDiverged(
-                f"training loss became {loss.item()} at step {step}: lower train.li_vit.lr_attention "
-                f"(now {cfg.lr_attention}) or train.li_vit.lr_mlp (now {cfg.lr_mlp})")
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        if step % cfg.log_every == 0 or step == cfg.steps:
-            bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
-            log(step)
-    return model.eval()
+    data = Stacked.pad([(train.X, train.y)]).to(device)
+    train_ensemble(ensemble, data, [cfg.seed], sgd, on_log=log, log_every=cfg.log_every,
+                   progress=progress, desc="train li_vit")
+    return ensemble.member(0, build())

@@ -1,0 +1,190 @@
+"""Training many small models at once: an ensemble with stacked weights.
+
+The figures of [LI23] need hundreds of independent trainings (grid cell x seed). Here E models of
+one class are trained together: their weights are stacked along a leading member dimension and one
+forward/backward pass (`torch.func.vmap` over `functional_call`) serves them all. Each member has
+its own training set and size, its own seed (initialisation, mini-batches, token sampling) and its
+own stopping, so a member ends with the weights it would have had trained alone (to float
+tolerance). A single training run is an ensemble of one.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
+from tqdm import tqdm
+
+from vitheory.errors import TrainingDiverged
+
+
+class Ensemble:
+    """E models of one class with stacked weights: `params[name]` has shape (E, *shape)."""
+
+    def __init__(self, models: Sequence[nn.Module]):
+        params, buffers = stack_module_state(list(models))
+        self.params = {name: p.detach().requires_grad_() for name, p in params.items()}
+        self.buffers = buffers
+        self._template = copy.deepcopy(models[0]).to("meta")
+        self._groups = {name: models[0].param_group(name) for name in self.params}
+
+    def __len__(self) -> int:
+        return next(iter(self.params.values())).shape[0]
+
+    def __call__(self, x: torch.Tensor, **kwargs):
+        """x (E, B, ...) -> the model's output per member, (E, B, ...)."""
+        def one(params, buffers, inputs):
+            return functional_call(self._template, (params, buffers), (inputs,), kwargs)
+
+        return vmap(one)(self.params, self.buffers, x)
+
+    def group(self, name: str) -> str:
+        return self._groups[name]
+
+    def member(self, index: int, model: nn.Module) -> nn.Module:
+        """`model` (same class and config) with the weights of member `index`."""
+        state = {name: t[index].detach().clone() for name, t in {**self.params, **self.buffers}.items()}
+        model.load_state_dict(state)
+        return model.eval()
+
+
+@dataclass(frozen=True)
+class Stacked:
+    """Training data of E members, padded to the largest set: X (E, N_max, ...), y (E, N_max) in
+    {-1, +1} float, n (E,) the size of each member's own set (rows past it are padding)."""
+
+    X: torch.Tensor
+    y: torch.Tensor
+    n: torch.Tensor
+
+    @staticmethod
+    def pad(sets: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> Stacked:
+        n_max = max(len(x) for x, _ in sets)
+        X = torch.zeros(len(sets), n_max, *sets[0][0].shape[1:])
+        y = torch.zeros(len(sets), n_max)
+        for i, (x_i, y_i) in enumerate(sets):
+            X[i, :len(x_i)], y[i, :len(y_i)] = x_i, y_i.float()
+        return Stacked(X, y, torch.tensor([len(x) for x, _ in sets]))
+
+    def to(self, device: torch.device) -> Stacked:
+        return Stacked(self.X.to(device), self.y.to(device), self.n.to(device))
+
+
+@dataclass(frozen=True)
+class SGDConfig:
+    steps: int
+    batch_size: int
+    lr: dict[str, float]  # learning rate per parameter group (the model's `param_group`)
+    eval_every: int  # full-training-set check for zero loss / zero error
+    token_fraction: float = 1.0
+    stop_at_zero_loss: bool = True  # a member whose hinge loss is 0 on all its data has zero gradient
+    lr_keys: dict[str, str] | None = None  # params key of each group's rate, named when a run diverges
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Per member: steps run, first checked step with zero training error (-1: never)."""
+
+    steps_run: list[int]
+    steps_to_zero_train_error: list[int]
+
+
+def hinge(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return torch.relu(1 - y * out)
+
+
+@torch.no_grad()
+def loss_and_error(ensemble: Ensemble, X: torch.Tensor, y: torch.Tensor,
+                   n: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean hinge loss and 0-1 error per member, over the first n[i] rows of member i's set."""
+    out = ensemble(X)
+    valid = torch.ones_like(y) if n is None else (torch.arange(y.shape[1], device=y.device) < n[:, None]).float()
+    count = valid.sum(1)
+    return (hinge(out, y) * valid).sum(1) / count, ((y * out <= 0).float() * valid).sum(1) / count
+
+
+def subsample_tokens(x: torch.Tensor, fraction: float, generator: torch.Generator) -> torch.Tensor:
+    """Keep a random round(fraction * L) of each example's tokens (the theory's token sampling),
+    x (B, L, d)."""
+    n, length, _ = x.shape
+    keep = max(1, round(fraction * length))
+    if keep == length:
+        return x
+    order = torch.argsort(torch.rand(n, length, generator=generator), dim=1)[:, :keep]
+    return x.gather(1, order.to(x.device)[..., None].expand(-1, -1, x.shape[-1]))
+
+
+def train_ensemble(ensemble: Ensemble, data: Stacked, seeds: Sequence[int], cfg: SGDConfig,
+                   on_log: Callable[[int, Ensemble], None] | None = None, log_every: int = 0,
+                   progress: bool = True, desc: str = "train") -> Outcome:
+    """Mini-batch SGD on the hinge loss, each member on its own data with its own generator.
+
+    `on_log(step, ensemble)` is called at step 0, every `log_every` steps and at the end.
+    Raises TrainingDiverged when a member's loss becomes non-finite.
+    """
+    E, device = len(ensemble), data.X.device
+    generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
+    active = torch.ones(E, dtype=torch.bool, device=device)
+    steps_run = [cfg.steps] * E
+    zero_error_step = [-1] * E
+    params = list(ensemble.params.values())
+    lrs = [cfg.lr[ensemble.group(name)] for name in ensemble.params]
+    members = torch.arange(E, device=device)[:, None]
+
+    def check(step: int) -> None:
+        loss, error = loss_and_error(ensemble, data.X, data.y, data.n)
+        for i in range(E):
+            if zero_error_step[i] < 0 and error[i] == 0:
+                zero_error_step[i] = step
+            if cfg.stop_at_zero_loss and active[i] and loss[i] == 0:
+                active[i], steps_run[i] = False, step
+
+    if on_log:
+        on_log(0, ensemble)
+    check(0)
+    last_step = logged_step = 0
+    bar = tqdm(range(1, cfg.steps + 1), desc=desc, disable=not progress, mininterval=1.0)
+    for step in bar:
+        if not active.any():
+            break  # every member has zero loss: nothing would change any more
+        idx = torch.stack([torch.randint(0, int(n), (cfg.batch_size,), generator=g)
+                           for n, g in zip(data.n.tolist(), generators)]).to(device)
+        x = data.X[members, idx]  # (E, B, L, d)
+        if cfg.token_fraction < 1:
+            x = torch.stack([subsample_tokens(x[i], cfg.token_fraction, g) for i, g in enumerate(generators)])
+        loss = hinge(ensemble(x), data.y[members, idx]).mean(1)  # (E,)
+        if not torch.isfinite(loss).all():
+            bad = int((~torch.isfinite(loss)).nonzero()[0])
+            rates = ", ".join(f"{(cfg.lr_keys or {}).get(group, group)} (now {lr})" for group, lr in cfg.lr.items())
+            raise TrainingDiverged(f"training loss became {loss[bad].item()} at step {step} "
+                                   f"(member {bad}, seed {seeds[bad]}): lower {rates}")
+        grads = torch.autograd.grad((loss * active).sum(), params)
+        with torch.no_grad():
+            for p, g, lr in zip(params, grads, lrs):
+                p.sub_(lr * g)
+        last_step = step
+        if step % cfg.eval_every == 0 or step == cfg.steps:
+            check(step)
+            bar.set_postfix(active=int(active.sum()), refresh=False)
+        if on_log and step % log_every == 0:
+            on_log(step, ensemble)
+            logged_step = step
+    if on_log and logged_step != last_step:
+        on_log(last_step, ensemble)
+    return Outcome(steps_run, zero_error_step)
+
+
+def chunk_plan(n_members: int, device: torch.device) -> tuple[int, int]:
+    """(members per chunk, worker processes). Measured on a 2-core CPU: stacks of 8-16 small models
+    stay in cache and run fastest, and single-thread workers, one per core, beat one process using
+    both cores. On a GPU one stack of every member fills the device best."""
+    if device.type == "cuda":
+        return n_members, 1
+    cores = torch.multiprocessing.cpu_count()
+    chunk = min(16, max(1, math.ceil(n_members / cores)))
+    return chunk, min(cores, math.ceil(n_members / chunk))
