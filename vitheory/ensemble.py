@@ -103,9 +103,12 @@ def loss_and_error(ensemble: Ensemble, X: torch.Tensor, y: torch.Tensor,
                    n: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean hinge loss and 0-1 error per member, over the first n[i] rows of member i's set."""
     out = ensemble(X)
-    valid = torch.ones_like(y) if n is None else (torch.arange(y.shape[1], device=y.device) < n[:, None]).float()
+    rows = torch.arange(y.shape[1], device=y.device)[None]
+    valid = torch.ones_like(y, dtype=torch.bool) if n is None else rows < n[:, None]
     count = valid.sum(1)
-    return (hinge(out, y) * valid).sum(1) / count, ((y * out <= 0).float() * valid).sum(1) / count
+    loss = hinge(out, y).where(valid, 0).sum(1) / count
+    error = (y * out <= 0).where(valid, False).sum(1) / count
+    return loss, error
 
 
 def subsample_tokens(x: torch.Tensor, fraction: float, generator: torch.Generator) -> torch.Tensor:
