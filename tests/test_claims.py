@@ -43,5 +43,7 @@ def test_missing_metrics_name_the_stage(tmp_path):
 
 def test_criterion_operators():
     assert Criterion("x", ">=", 1.0).holds({"x": 1.0})
+    assert not Criterion("x", ">", 1.0).holds({"x": 1.0})
     assert not Criterion("x", "<=", 1.0).holds({"x": 1.5})
+    assert not Criterion("x", "<=", 1.0).holds({"x": None})  # not measured: never holds
     assert str(Criterion("x", "<=", 1.5)) == "x <= 1.5"

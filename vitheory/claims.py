@@ -7,6 +7,7 @@ params.yaml: they do not move to fit a run. When a claim fails, the report says 
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import Any, Literal
 
 from vitheory.artifacts import read_json
 
-OPERATORS = {">=": operator.ge, "<=": operator.le}
+OPERATORS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 
 
 @dataclass(frozen=True)
@@ -23,11 +24,13 @@ class Criterion:
     """`measured[quantity] <op> threshold` must hold."""
 
     quantity: str
-    op: Literal[">=", "<="]
+    op: Literal[">=", "<=", ">", "<"]
     threshold: float
 
-    def holds(self, measured: dict[str, float]) -> bool:
-        return bool(OPERATORS[self.op](measured[self.quantity], self.threshold))
+    def holds(self, measured: dict[str, float | None]) -> bool:
+        """False when the quantity could not be measured (None), e.g. a fit with too few points."""
+        value = measured[self.quantity]
+        return value is not None and bool(OPERATORS[self.op](value, self.threshold))
 
     def __str__(self) -> str:
         return f"{self.quantity} {self.op} {self.threshold:g}"
@@ -41,7 +44,7 @@ class Claim:
     metric: str
     criteria: tuple[Criterion, ...]
     evidence: tuple[str, ...]  # artifact paths relative to the reports folder
-    measure: Callable[[Path], dict[str, float]]  # reads artifacts under the reports folder
+    measure: Callable[[Path], dict[str, float | None]]  # reads artifacts under the reports folder
 
 
 def _measure_li3(reports: Path) -> dict[str, float]:
@@ -61,7 +64,74 @@ def _measure_li3(reports: Path) -> dict[str, float]:
     }
 
 
+def _phase(reports: Path) -> dict[str, Any]:
+    return read_json(reports / "metrics" / "phase.json", "phase_fit")["models"]
+
+
+def _n_min_at_smallest_alpha(fit: dict[str, Any]) -> float:
+    """N_min at the smallest alpha*; a censored one (never reached in the grid) counts as infinite."""
+    value = fit["n_min"][0]
+    return math.inf if value is None else value
+
+
+def _measure_li1(reports: Path) -> dict[str, float | None]:
+    models = _phase(reports)
+    vit, cnn = models["vit"], models["cnn"]
+    n_mins = [math.inf if n is None else n for n in vit["n_min"]]  # alpha* ascending
+    falls = all(a >= b for a, b in zip(n_mins, n_mins[1:])) and n_mins[0] > n_mins[-1]
+    interval = vit["n_min_exponent_ci"] or [None, None]
+    smallest_vit, smallest_cnn = _n_min_at_smallest_alpha(vit), _n_min_at_smallest_alpha(cnn)
+    return {
+        "vit_n_min_falls_as_alpha_grows": float(falls),
+        "vit_exponent": vit["n_min_exponent"],
+        "vit_exponent_ci_low": interval[0],
+        "vit_exponent_ci_high": interval[1],
+        "cnn_exponent": cnn["n_min_exponent"],
+        "vit_n_min_at_smallest_alpha": vit["n_min"][0],
+        "cnn_n_min_at_smallest_alpha": cnn["n_min"][0],
+        "cnn_needs_more_samples_at_smallest_alpha": float(smallest_cnn > smallest_vit),
+    }
+
+
+def _measure_li2(reports: Path) -> dict[str, float | None]:
+    vit = _phase(reports)["vit"]
+    interval = vit["steps_exponent_ci"] or [None, None]
+    return {"vit_steps_exponent": vit["steps_exponent"], "vit_steps_exponent_ci_low": interval[0],
+            "vit_steps_exponent_ci_high": interval[1], "cnn_steps_exponent": _phase(reports)["cnn"]["steps_exponent"]}
+
+
+def _measure_li4(reports: Path) -> dict[str, float | None]:
+    loss = read_json(reports / "metrics" / "sparsify.json", "sparsify")["mean_test_loss"]
+    measured = {f"loss_{strategy}": value for strategy, value in loss.items()}
+    for strategy in ("irrelevant", "noisiest", "confusion", "relevant", "attention", "random"):
+        measured[f"{strategy}_minus_none"] = loss[strategy] - loss["none"]
+    return measured
+
+
 CLAIMS: tuple[Claim, ...] = (
+    Claim(
+        id="LI-1",
+        paper="LI23",
+        statement=("The number of training samples the ViT needs for zero test error grows like 1/alpha*^2 "
+                   "as the fraction alpha* of label-relevant tokens shrinks; the CNN needs more samples."),
+        metric=("N_min(alpha*): the smallest N from which on at least the threshold share of seeds reach "
+                "zero test error; its log-log slope against 1/alpha* with a bootstrap 95% interval over seeds"),
+        criteria=(Criterion("vit_n_min_falls_as_alpha_grows", ">=", 1.0),
+                  Criterion("vit_exponent_ci_low", "<=", 2.5), Criterion("vit_exponent_ci_high", ">=", 1.5),
+                  Criterion("cnn_needs_more_samples_at_smallest_alpha", ">=", 1.0)),
+        evidence=("figures/phase_diagram.png", "figures/phase_scaling.png", "metrics/phase.json"),
+        measure=_measure_li1,
+    ),
+    Claim(
+        id="LI-2",
+        paper="LI23",
+        statement="The number of SGD iterations to zero training error grows as alpha* shrinks, about as 1/alpha*.",
+        metric=("mean over seeds of the SGD steps until zero training error at the largest N; its log-log "
+                "slope against 1/alpha* with a bootstrap 95% interval (the interval must overlap [0.5, 1.5])"),
+        criteria=(Criterion("vit_steps_exponent_ci_low", "<=", 1.5), Criterion("vit_steps_exponent_ci_high", ">=", 0.5)),
+        evidence=("figures/phase_scaling.png", "metrics/phase.json"),
+        measure=_measure_li2,
+    ),
     Claim(
         id="LI-3",
         paper="LI23",
@@ -74,6 +144,18 @@ CLAIMS: tuple[Claim, ...] = (
                   Criterion("initial_over_uniform", "<=", 1.5)),
         evidence=("figures/li_vit_attention.png", "figures/li_vit_training.png", "metrics/li_vit.json"),
         measure=_measure_li3,
+    ),
+    Claim(
+        id="LI-4",
+        paper="LI23",
+        statement=("Removing label-irrelevant tokens, the noisiest tokens or confusion tokens each lowers the "
+                   "test loss; removing label-relevant tokens raises it."),
+        metric=("mean test hinge loss over keep ratios and seeds of a ViT trained and tested on the sparsified "
+                "data, minus that of the same ViT on the full data"),
+        criteria=(Criterion("irrelevant_minus_none", "<", 0.0), Criterion("noisiest_minus_none", "<", 0.0),
+                  Criterion("confusion_minus_none", "<", 0.0), Criterion("relevant_minus_none", ">", 0.0)),
+        evidence=("figures/sparsify.png", "sparsify/runs.csv", "metrics/sparsify.json"),
+        measure=_measure_li4,
     ),
 )
 

@@ -7,8 +7,7 @@ import csv
 from pathlib import Path
 
 from vitheory.artifacts import atomic_path
-
-COLUMNS = ("model", "seed", "step", "split", "metric", "value")
+from vitheory.schemas import HISTORY as COLUMNS
 
 
 class History:

@@ -54,6 +54,8 @@ def _noise(shape: tuple[int, ...], cfg: LiTokensParams, generator: torch.Generat
     direction = direction / direction.norm(dim=-1, keepdim=True)
     if cfg.noise_dist == "sphere":
         radius = torch.full((*shape, 1), cfg.noise_radius)
+    elif cfg.noise_dist == "uniform_radius":
+        radius = cfg.noise_radius * torch.rand(*shape, 1, generator=generator)
     else:  # uniform in the ball: P(r <= t) = (t / tau)^d
         radius = cfg.noise_radius * torch.rand(*shape, 1, generator=generator) ** (1.0 / cfg.dim)
     return direction * radius

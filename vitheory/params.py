@@ -72,7 +72,7 @@ class LiTokensParams(Section):
     alpha_star: float = knob(Rule(lambda v: 0 < v <= 1, "a fraction in (0, 1]"))
     alpha_confusion: float = knob(FRACTION)
     noise_radius: float = knob(NON_NEGATIVE)
-    noise_dist: Literal["uniform_ball", "sphere"] = knob()
+    noise_dist: Literal["uniform_ball", "uniform_radius", "sphere"] = knob()
 
     @property
     def n_relevant(self) -> int:
@@ -132,6 +132,105 @@ class TrainParams(Section):
     li_vit: LiVitTrainParams = knob()
 
 
+# --- phase_diagram (LI-1, LI-2) --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PhaseDataParams(Section):
+    """The token data of the phase diagram, alpha* and the training-set size left to the grid."""
+
+    seed: int = knob(NON_NEGATIVE)
+    dim: int = knob(at_least(2))
+    n_patterns: int = knob(at_least(3))
+    n_tokens: int = knob(at_least(1))
+    confusion_ratio: float = knob(Rule(lambda v: 0 <= v < 1, "in [0, 1)"))
+    noise_radius: float = knob(NON_NEGATIVE)
+    noise_dist: Literal["uniform_ball", "uniform_radius", "sphere"] = knob()
+    pool_size: int = knob(at_least(2))
+    n_test: int = knob(at_least(2))
+
+    def relations(self) -> Iterator[Violation]:
+        if self.n_patterns > self.dim:
+            yield "n_patterns", self.n_patterns, f"<= dim ({self.dim}) for orthonormal patterns"
+
+    def tokens(self, alpha_star: float, seed: int) -> LiTokensParams:
+        """The full data params of one grid cell: a pool of `pool_size` training examples."""
+        return LiTokensParams(
+            seed=seed, n_train=self.pool_size, n_test=self.n_test, dim=self.dim, n_patterns=self.n_patterns,
+            n_tokens=self.n_tokens, alpha_star=alpha_star, alpha_confusion=self.confusion_ratio * alpha_star,
+            noise_radius=self.noise_radius, noise_dist=self.noise_dist)
+
+
+@dataclass(frozen=True)
+class TokenCNNParams(Section):
+    """Shape and initialisation of the comparison CNN (vitheory.models.TokenCNN)."""
+
+    width: int = knob(at_least(2))
+    kernel: int = knob(at_least(1))
+    conv_init_std: float = knob(POSITIVE)
+    out_init_std: float = knob(POSITIVE)
+
+    def relations(self) -> Iterator[Violation]:
+        if self.kernel % 2 == 0:
+            yield "kernel", self.kernel, "odd (a window centred on each token)"
+
+
+@dataclass(frozen=True)
+class ViTRecipe(Section):
+    model: ShallowViTParams = knob()
+    lr_mixing: float = knob(POSITIVE)  # W_Q, W_K
+    lr_mlp: float = knob(POSITIVE)  # W_V, W_O
+
+
+@dataclass(frozen=True)
+class CNNRecipe(Section):
+    model: TokenCNNParams = knob()
+    lr_mixing: float = knob(POSITIVE)  # W_conv
+    lr_mlp: float = knob(POSITIVE)  # W_O
+
+
+@dataclass(frozen=True)
+class FitParams(Section):
+    success_rate: float = knob(OPEN_FRACTION)
+    bootstrap: int = knob(at_least(10))
+    seed: int = knob(NON_NEGATIVE)
+
+
+@dataclass(frozen=True)
+class PhaseParams(Section):
+    data: PhaseDataParams = knob()
+    alpha_star: tuple[float, ...] = knob(Rule(lambda v: 0 < v <= 1, "in (0, 1]"))
+    n_train: tuple[int, ...] = knob(at_least(1))
+    seeds: int = knob(at_least(1))
+    steps: int = knob(at_least(1))
+    batch_size: int = knob(at_least(1))
+    eval_every: int = knob(at_least(1))
+    alpha_ref: float = knob(Rule(lambda v: 0 < v <= 1, "in (0, 1]"))
+    vit: ViTRecipe = knob()
+    cnn: CNNRecipe = knob()
+    fit: FitParams = knob()
+
+    def relations(self) -> Iterator[Violation]:
+        if max(self.n_train) > self.data.pool_size:
+            yield "n_train", list(self.n_train), f"<= data.pool_size ({self.data.pool_size}) (every element)"
+        for alpha in self.alpha_star:
+            for key, value, allowed in self.data.tokens(alpha, self.data.seed).relations():
+                yield "alpha_star", list(self.alpha_star), f"such that every cell's data is valid: {key} {allowed}"
+
+
+# --- sparsify (LI-4) ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SparsifyParams(Section):
+    data: LiTokensParams = knob()
+    keep_ratio: tuple[float, ...] = knob(OPEN_FRACTION)
+    seeds: int = knob(at_least(1))
+    steps: int = knob(at_least(1))
+    batch_size: int = knob(at_least(1))
+    vit: ViTRecipe = knob()
+
+
 # --- render -------------------------------------------------------------------------------------
 
 
@@ -148,6 +247,8 @@ class RenderParams(Section):
 class Params(Section):
     generate: GenerateParams = knob()
     train: TrainParams = knob()
+    phase: PhaseParams = knob()
+    sparsify: SparsifyParams = knob()
     render: RenderParams = knob()
 
     def relations(self) -> Iterator[Violation]:
@@ -158,6 +259,8 @@ class Params(Section):
 
 
 def _describe(kind: Any) -> str:
+    if get_origin(kind) is tuple:
+        return "a list of " + {int: "integers", float: "numbers"}[get_args(kind)[0]]
     if get_origin(kind) is Literal:
         return "one of " + ", ".join(str(choice) for choice in get_args(kind))
     return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(
@@ -165,7 +268,8 @@ def _describe(kind: Any) -> str:
 
 
 def _fail(key: str, value: Any, allowed: str) -> ParamsError:
-    return ParamsError(f"{key} = {value!r} is not allowed: must be {allowed}")
+    shown = list(value) if isinstance(value, tuple) else value  # as written in the YAML
+    return ParamsError(f"{key} = {shown!r} is not allowed: must be {allowed}")
 
 
 def _convert(kind: Any, value: Any, key: str) -> Any:
@@ -175,6 +279,10 @@ def _convert(kind: Any, value: Any, key: str) -> Any:
         if value not in get_args(kind):
             raise _fail(key, value, _describe(kind))
         return value
+    if get_origin(kind) is tuple:  # a grid: a non-empty YAML list of one element type
+        if not isinstance(value, list) or not value:
+            raise _fail(key, value, f"a non-empty {_describe(kind)[2:]}")
+        return tuple(_convert(get_args(kind)[0], item, key) for item in value)
     ok = {
         int: isinstance(value, int) and not isinstance(value, bool),
         float: isinstance(value, (int, float)) and not isinstance(value, bool),
@@ -203,8 +311,9 @@ def _build(cls: type, raw: Any, prefix: str) -> Any:
             raise ParamsError(f"{key} is missing: add it to params.yaml ({_describe(hints[f.name])})")
         value = _convert(hints[f.name], raw[f.name], key)
         rule = f.metadata.get("rule")
-        if rule is not None and not rule.test(value):
-            raise _fail(key, value, rule.allowed)
+        for item in value if isinstance(value, tuple) else (value,):
+            if rule is not None and not rule.test(item):
+                raise _fail(key, value, f"{rule.allowed} (every element)" if value is not item else rule.allowed)
         values[f.name] = value
     section = cls(**values)
     for key, value, allowed in section.relations():

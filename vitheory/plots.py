@@ -9,7 +9,6 @@ import pandas as pd
 import seaborn as sns
 
 from vitheory.artifacts import artifact_error, atomic_path
-from vitheory.history import COLUMNS
 
 QUERY_LABELS = {
     "attn_relevant_query": "label-relevant queries",
@@ -30,14 +29,15 @@ def save_figure(fig: plt.Figure, path: str | Path, dpi: int) -> None:
     plt.close(fig)
 
 
-def read_history(path: str | Path, stage: str) -> pd.DataFrame:
+def read_table(path: str | Path, columns: tuple[str, ...], stage: str) -> pd.DataFrame:
+    """A long-form CSV with exactly `columns`, or one ArtifactError line naming the stage to rerun."""
     path = Path(path)
     try:
         table = pd.read_csv(path)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise artifact_error(path, stage, f"not a readable CSV ({err.__class__.__name__})") from None
-    if tuple(table.columns) != COLUMNS:
-        raise artifact_error(path, stage, f"columns {list(table.columns)} are not {list(COLUMNS)}")
+    if tuple(table.columns) != columns:
+        raise artifact_error(path, stage, f"columns {list(table.columns)} are not {list(columns)}")
     return table
 
 
@@ -67,3 +67,63 @@ def training_curves_figure(history: pd.DataFrame) -> plt.Figure:
     grid.set_titles("{col_name}")
     grid.axes[0][0].set_ylabel("hinge loss / 0-1 error")
     return grid.figure
+
+
+def phase_diagram_figure(runs: pd.DataFrame) -> plt.Figure:
+    """[LI23] Fig. 1: success rate (zero test error) over N and alpha*, per model, against alpha*
+    and against 1/alpha*^2."""
+    rates = runs.groupby(["model", "alpha_star", "n_train"], as_index=False)["success"].mean()
+    rates["1/alpha*^2"] = 1 / rates.alpha_star ** 2
+    models = list(dict.fromkeys(rates.model))
+    fig, axes = plt.subplots(len(models), 2, figsize=(10, 3.6 * len(models)), squeeze=False)
+    for row, model in zip(axes, models):
+        cells = rates[rates.model == model]
+        for ax, x in zip(row, ["alpha_star", "1/alpha*^2"]):
+            points = ax.scatter(cells[x], cells.n_train, c=cells.success, cmap="viridis", vmin=0, vmax=1,
+                                marker="s", s=140, edgecolors="none")
+            ax.set(yscale="log", xlabel="alpha*" if x == "alpha_star" else "1 / alpha*²",
+                   ylabel="training samples N", title=f"{model}: success rate")
+            ax.grid(False)
+    fig.colorbar(points, ax=axes, label="share of seeds with zero test error")
+    return fig
+
+
+def scaling_figure(summary: dict) -> plt.Figure:
+    """N_min and steps to zero training error against 1/alpha*, log-log, one line per model, with
+    each fitted exponent and its bootstrap interval in the legend."""
+    rows = []
+    for model, fit in summary["models"].items():
+        for alpha, n, steps in zip(fit["alpha_star"], fit["n_min"], fit["steps"]):
+            rows += [{"model": model, "1/alpha*": 1 / alpha, "quantity": "N_min", "value": n},
+                     {"model": model, "1/alpha*": 1 / alpha, "quantity": "steps", "value": steps}]
+    table = pd.DataFrame(rows).dropna()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    panels = [("N_min", "n_min", "N_min (success rate stays >= threshold)"),
+              ("steps", "steps", "SGD steps to zero training error (largest N)")]
+    for ax, (quantity, key, label) in zip(axes, panels):
+        for model, fit in summary["models"].items():
+            exponent, interval = fit[f"{key}_exponent"], fit[f"{key}_exponent_ci"]
+            points = table[(table.model == model) & (table.quantity == quantity)]
+            text = "no fit" if exponent is None else f"exponent {exponent:.2f} [{interval[0]:.2f}, {interval[1]:.2f}]"
+            ax.plot(points["1/alpha*"], points.value, marker="o", label=f"{model}: {text}")
+        ax.set(xscale="log", yscale="log", xlabel="1 / alpha*", ylabel=label)
+        ax.legend(fontsize="small")
+    fig.suptitle("Missing points: the success rate never reached the threshold within the N grid", fontsize="small")
+    return fig
+
+
+def sparsify_figure(runs: pd.DataFrame) -> plt.Figure:
+    """[LI23] Fig. 2b: test hinge loss against keep ratio, one line per strategy, seeds as bands;
+    the full data (no removal) as a horizontal band."""
+    full = runs[runs.strategy == "none"].test_loss
+    sparse = runs[runs.strategy != "none"]
+    fig, ax = plt.subplots(figsize=(6.8, 4.2))
+    ax.axhspan(full.min(), full.max(), color="grey", alpha=0.15)
+    ax.axhline(full.mean(), color="grey", ls="--", label="no removal (mean; band: seeds)")
+    sns.lineplot(data=sparse, x="keep_ratio", y="test_loss", hue="strategy", marker="o",
+                 errorbar=("pi", 100), ax=ax)
+    ax.set(xlabel="keep ratio (share kept of the tokens a strategy targets)", ylabel="test hinge loss",
+           title="Token sparsification")
+    ax.invert_xaxis()
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    return fig

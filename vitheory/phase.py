@@ -1,0 +1,187 @@
+"""[LI23] Figure 1: sample complexity against the fraction of label-relevant tokens (LI-1, LI-2).
+
+Every cell (model, alpha*, N, seed) is one small training run; all of them run as stacked
+ensembles (vitheory.ensemble), in chunks spread over worker processes on a CPU and as one stack on
+a GPU. A run of size N trains on the first N examples of its (alpha*, seed) pool, so runs of one
+seed see nested training sets, and shares its initialisation and mini-batch generator with the other
+runs of its seed (common random numbers make the curves over N and alpha* less noisy).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from vitheory.artifacts import artifact_error
+from vitheory.ensemble import Ensemble, SGDConfig, Stacked, chunk_plan, loss_and_error, train_ensemble
+from vitheory.li_tokens import generate
+from vitheory.models import ShallowViT, TokenCNN
+from vitheory.params import CNNRecipe, PhaseParams, ViTRecipe
+from vitheory.train import seeded
+from vitheory.schemas import PHASE_RUNS as COLUMNS
+
+
+@dataclass(frozen=True)
+class Cell:
+    alpha_star: float
+    n_train: int
+    seed: int
+
+
+def cells(cfg: PhaseParams) -> list[Cell]:
+    return [Cell(a, n, s) for a in cfg.alpha_star for s in range(cfg.seeds) for n in cfg.n_train]
+
+
+def model_builder(recipe: ViTRecipe | CNNRecipe, dim: int) -> Callable[[], torch.nn.Module]:
+    m = recipe.model
+    if isinstance(recipe, ViTRecipe):
+        return lambda: ShallowViT(dim=dim, width=m.width, qk_init=m.qk_init, out_init_std=m.out_init_std)
+    return lambda: TokenCNN(dim=dim, width=m.width, kernel=m.kernel, conv_init_std=m.conv_init_std,
+                            out_init_std=m.out_init_std)
+
+
+def run_chunk(cfg: PhaseParams, model: str, chunk: Sequence[Cell], device: str, threads: int) -> list[dict]:
+    """Train one stack of cells; each alpha* trains as its own ensemble (its learning rate differs)."""
+    torch.set_num_threads(threads)
+    recipe: ViTRecipe | CNNRecipe = getattr(cfg, model)
+    build = model_builder(recipe, cfg.data.dim)
+    rows = []
+    for alpha in sorted({c.alpha_star for c in chunk}):
+        group = [c for c in chunk if c.alpha_star == alpha]
+        pools = {s: generate(cfg.data.tokens(alpha, cfg.data.seed + s)) for s in sorted({c.seed for c in group})}
+        ensemble = Ensemble([seeded(c.seed, build).to(device) for c in group])
+        train = Stacked.pad([(pools[c.seed][0].X[:c.n_train], pools[c.seed][0].y[:c.n_train]) for c in group])
+        sgd = SGDConfig(steps=cfg.steps, batch_size=cfg.batch_size, eval_every=cfg.eval_every,
+                        lr={"mixing": recipe.lr_mixing * cfg.alpha_ref / alpha, "mlp": recipe.lr_mlp},
+                        lr_keys={"mixing": f"phase.{model}.lr_mixing", "mlp": f"phase.{model}.lr_mlp"})
+        outcome = train_ensemble(ensemble, train.to(torch.device(device)), [c.seed for c in group], sgd,
+                                 progress=False)
+        test_x = torch.stack([pools[c.seed][1].X for c in group]).to(device)
+        test_y = torch.stack([pools[c.seed][1].y for c in group]).float().to(device)
+        _, error = loss_and_error(ensemble, test_x, test_y)
+        for c, err, zero_step in zip(group, error.tolist(), outcome.steps_to_zero_train_error):
+            rows.append({"model": model, "alpha_star": alpha, "n_train": c.n_train, "seed": c.seed,
+                         "test_error": err, "steps_to_zero_train_error": zero_step, "success": int(err == 0)})
+    return rows
+
+
+def run_grid(cfg: PhaseParams, model: str, device: torch.device, progress: bool = True) -> list[dict]:
+    """Every cell of the grid for one model, as rows of `COLUMNS`, in grid order."""
+    todo = cells(cfg)
+    size, workers = chunk_plan(len(todo), device)
+    chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
+    if workers == 1:
+        results = [run_chunk(cfg, model, chunk, device.type, torch.get_num_threads()) for chunk in chunks]
+    else:  # one single-thread process per core; spawn: forking a process that ran torch can hang
+        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+            jobs = pool.map(run_chunk, [cfg] * len(chunks), [model] * len(chunks), chunks,
+                            [device.type] * len(chunks), [1] * len(chunks))
+            results = list(tqdm(jobs, total=len(chunks), desc=f"phase {model}", disable=not progress, unit="chunk"))
+    order = {(c.alpha_star, c.n_train, c.seed): i for i, c in enumerate(todo)}
+    return sorted((row for rows in results for row in rows),
+                  key=lambda r: order[(r["alpha_star"], r["n_train"], r["seed"])])
+
+
+# --- analysis -----------------------------------------------------------------------------------
+
+
+def read_runs(path: Path) -> list[dict]:
+    """Rows of a phase_diagram CSV, typed."""
+    types = {"model": str, "alpha_star": float, "n_train": int, "seed": int, "test_error": float,
+             "steps_to_zero_train_error": int, "success": int}
+    try:
+        with open(path, newline="") as handle:
+            reader = csv.DictReader(handle)
+            if tuple(reader.fieldnames or ()) != COLUMNS:
+                raise artifact_error(path, "phase_diagram", f"columns {reader.fieldnames} are not {list(COLUMNS)}")
+            rows = [{k: types[k](v) for k, v in row.items()} for row in reader]
+    except OSError:
+        raise artifact_error(path, "phase_diagram", "missing or unreadable") from None
+    except (ValueError, TypeError) as err:
+        raise artifact_error(path, "phase_diagram", f"a value does not parse ({err})") from None
+    if not rows:
+        raise artifact_error(path, "phase_diagram", "has no runs")
+    return rows
+
+
+def success_rates(rows: Sequence[dict], seeds: Sequence[int] | None = None) -> dict[float, dict[int, float]]:
+    """alpha* -> N -> share of runs with success, over `seeds` (default: every seed once; a bootstrap
+    sample may repeat seeds)."""
+    by_cell: dict[tuple[float, int], dict[int, int]] = {}
+    for r in rows:
+        by_cell.setdefault((r["alpha_star"], r["n_train"]), {})[r["seed"]] = r["success"]
+    rates: dict[float, dict[int, float]] = {}
+    for (alpha, n), outcomes in sorted(by_cell.items()):
+        chosen = list(outcomes) if seeds is None else seeds
+        rates.setdefault(alpha, {})[n] = float(np.mean([outcomes[s] for s in chosen]))
+    return rates
+
+
+def n_min(rates_over_n: dict[int, float], threshold: float) -> int | None:
+    """Smallest N from which on every larger N in the grid succeeds at rate >= threshold; None when
+    even the largest N does not (the cell is censored: more samples than the grid holds)."""
+    found = None
+    for n in sorted(rates_over_n, reverse=True):
+        if rates_over_n[n] < threshold:
+            break
+        found = n
+    return found
+
+
+def fit_exponent(inverse_alpha: Sequence[float], values: Sequence[float | None]) -> float | None:
+    """Slope of log(value) against log(1/alpha*) by least squares, over the finite values."""
+    points = [(math.log(x), math.log(v)) for x, v in zip(inverse_alpha, values) if v is not None and v > 0]
+    if len(points) < 2 or len({x for x, _ in points}) < 2:
+        return None
+    xs, ys = np.array(points).T
+    return float(np.polyfit(xs, ys, 1)[0])
+
+
+def mean_steps(rows: Sequence[dict], seeds: Sequence[int] | None = None) -> dict[float, float | None]:
+    """alpha* -> mean steps to zero training error at the largest N, over the seeds that got there."""
+    largest = max(r["n_train"] for r in rows)
+    by_alpha: dict[float, dict[int, int]] = {}
+    for r in rows:
+        if r["n_train"] == largest:
+            by_alpha.setdefault(r["alpha_star"], {})[r["seed"]] = r["steps_to_zero_train_error"]
+    means = {}
+    for alpha, steps in sorted(by_alpha.items()):
+        reached = [steps[s] for s in (list(steps) if seeds is None else seeds) if steps[s] >= 0]
+        means[alpha] = float(np.mean(reached)) if reached else None
+    return means
+
+
+def summarize(rows: Sequence[dict], threshold: float, n_boot: int, seed: int) -> dict:
+    """N_min per alpha*, steps per alpha*, and both exponents against 1/alpha* with bootstrap 95%
+    intervals (resampling the seeds with replacement)."""
+    seeds = sorted({r["seed"] for r in rows})
+    alphas = sorted({r["alpha_star"] for r in rows})
+    inverse = [1 / a for a in alphas]
+
+    def estimate(chosen: Sequence[int] | None) -> tuple[dict, dict, float | None, float | None]:
+        nmins = {a: n_min(rates, threshold) for a, rates in success_rates(rows, chosen).items()}
+        steps = mean_steps(rows, chosen)
+        return (nmins, steps, fit_exponent(inverse, [nmins[a] for a in alphas]),
+                fit_exponent(inverse, [steps[a] for a in alphas]))
+
+    nmins, steps, n_exp, step_exp = estimate(None)
+    rng = np.random.default_rng(seed)
+    boots = [estimate(list(rng.choice(seeds, size=len(seeds)))) for _ in range(n_boot)]
+
+    def interval(index: int) -> list[float] | None:
+        values = [b[index] for b in boots if b[index] is not None]
+        return [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))] if values else None
+
+    return {"alpha_star": alphas, "n_min": [nmins[a] for a in alphas], "steps": [steps[a] for a in alphas],
+            "n_min_exponent": n_exp, "n_min_exponent_ci": interval(2),
+            "steps_exponent": step_exp, "steps_exponent_ci": interval(3),
+            "success_rate": {str(a): {str(n): r for n, r in rates.items()} for a, rates in success_rates(rows).items()}}
