@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
+from vitheory.claims import CLAIMS
 
 DVC_YAML = yaml.safe_load((ROOT / "dvc.yaml").read_text())
 
@@ -143,14 +144,17 @@ def test_repro_writes_every_declared_output_and_the_claims(repo):
         for out in _outs(stage):
             assert (repo / out).exists(), f"{name} did not write {out}"
     claims = json.loads((repo / "reports/claims.json").read_text())["claims"]
-    assert [c["id"] for c in claims] == ["LI-3"]
+    assert [c["id"] for c in claims] == [claim.id for claim in CLAIMS]
     for claim in claims:
         assert set(claim) >= {"id", "statement", "metric", "measured", "threshold", "holds", "evidence"}
         assert isinstance(claim["holds"], bool)
         for path in claim["evidence"]:
             assert (repo / "reports" / path).is_file(), path
     report = (repo / "reports/REPORT.md").read_text()
-    assert "| LI-3 |" in report and "figures/li_vit_attention.png" in report
+    for claim in CLAIMS:
+        assert f"| {claim.id} |" in report
+    for figure in (repo / "reports/figures").glob("*.png"):
+        assert f"figures/{figure.name}" in report, f"{figure.name} is not in the report"
 
 
 @pytest.mark.pipeline
