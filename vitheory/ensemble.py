@@ -36,12 +36,17 @@ class Ensemble:
     def __len__(self) -> int:
         return next(iter(self.params.values())).shape[0]
 
-    def __call__(self, x: torch.Tensor, **kwargs):
-        """x (E, B, ...) -> the model's output per member, (E, B, ...)."""
+    def __call__(self, x: torch.Tensor, members: torch.Tensor | None = None, **kwargs):
+        """x (E, B, ...) -> the model's output per member, (E, B, ...). With `members` (indices),
+        x holds only those members' inputs and only they are computed (and get gradients)."""
         def one(params, buffers, inputs):
             return functional_call(self._template, (params, buffers), (inputs,), kwargs)
 
-        return vmap(one)(self.params, self.buffers, x)
+        params, buffers = self.params, self.buffers
+        if members is not None:
+            params = {name: p[members] for name, p in params.items()}
+            buffers = {name: b[members] for name, b in buffers.items()}
+        return vmap(one)(params, buffers, x)
 
     def group(self, name: str) -> str:
         return self._groups[name]
@@ -137,7 +142,6 @@ def train_ensemble(ensemble: Ensemble, data: Stacked, seeds: Sequence[int], cfg:
     zero_error_step = [-1] * E
     params = list(ensemble.params.values())
     lrs = [cfg.lr[ensemble.group(name)] for name in ensemble.params]
-    members = torch.arange(E, device=device)[:, None]
 
     def check(step: int) -> None:
         loss, error = loss_and_error(ensemble, data.X, data.y, data.n)
@@ -155,18 +159,21 @@ def train_ensemble(ensemble: Ensemble, data: Stacked, seeds: Sequence[int], cfg:
     for step in bar:
         if not active.any():
             break  # every member has zero loss: nothing would change any more
-        idx = torch.stack([torch.randint(0, int(n), (cfg.batch_size,), generator=g)
-                           for n, g in zip(data.n.tolist(), generators)]).to(device)
-        x = data.X[members, idx]  # (E, B, L, d)
+        live = active.nonzero().squeeze(1)  # members that stopped cost nothing
+        idx = torch.stack([torch.randint(0, int(data.n[i]), (cfg.batch_size,), generator=generators[i])
+                           for i in live.tolist()]).to(device)
+        x = data.X[live[:, None], idx]  # (E_live, B, L, d)
         if cfg.token_fraction < 1:
-            x = torch.stack([subsample_tokens(x[i], cfg.token_fraction, g) for i, g in enumerate(generators)])
-        loss = hinge(ensemble(x), data.y[members, idx]).mean(1)  # (E,)
+            x = torch.stack([subsample_tokens(x[j], cfg.token_fraction, generators[i])
+                             for j, i in enumerate(live.tolist())])
+        loss = hinge(ensemble(x, members=live), data.y[live[:, None], idx]).mean(1)  # (E_live,)
         if not torch.isfinite(loss).all():
-            bad = int((~torch.isfinite(loss)).nonzero()[0])
+            j = int((~torch.isfinite(loss)).nonzero()[0])
+            bad = int(live[j])
             rates = ", ".join(f"{(cfg.lr_keys or {}).get(group, group)} (now {lr})" for group, lr in cfg.lr.items())
-            raise TrainingDiverged(f"training loss became {loss[bad].item()} at step {step} "
+            raise TrainingDiverged(f"training loss became {loss[j].item()} at step {step} "
                                    f"(member {bad}, seed {seeds[bad]}): lower {rates}")
-        grads = torch.autograd.grad((loss * active).sum(), params)
+        grads = torch.autograd.grad(loss.sum(), params)
         with torch.no_grad():
             for p, g, lr in zip(params, grads, lrs):
                 p.sub_(lr * g)

@@ -95,8 +95,10 @@ class TokenCNN(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(B, L, d) tokens -> (B,) outputs."""
-        mixed = F.conv1d(x.transpose(1, 2), self.W_conv, padding=self.W_conv.shape[-1] // 2)  # (B, d, L)
-        hidden = F.relu(mixed.transpose(1, 2) @ self.W_O.T)  # (B, L, m)
+        half = self.W_conv.shape[-1] // 2
+        windows = F.pad(x, (0, 0, half, half)).unfold(1, 2 * half + 1, 1)  # (B, L, d, k): x_{l-k/2..l+k/2}
+        mixed = torch.einsum("bldk,edk->ble", windows, self.W_conv)  # a 1-D convolution, as one matmul
+        hidden = F.relu(mixed @ self.W_O.T)  # (B, L, m)
         return (hidden @ self.a).mean(dim=1)
 
     def param_group(self, name: str) -> str:

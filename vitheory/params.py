@@ -56,6 +56,11 @@ class Section:
         return iter(())
 
 
+def _patterns_fit(n_patterns: int, dim: int) -> Iterator[Violation]:
+    if n_patterns > dim:
+        yield "n_patterns", n_patterns, f"<= dim ({dim}) for orthonormal patterns"
+
+
 # --- generate -----------------------------------------------------------------------------------
 
 
@@ -83,8 +88,7 @@ class LiTokensParams(Section):
         return round(self.alpha_confusion * self.n_tokens)
 
     def relations(self) -> Iterator[Violation]:
-        if self.n_patterns > self.dim:
-            yield "n_patterns", self.n_patterns, f"<= dim ({self.dim}) for orthonormal patterns"
+        yield from _patterns_fit(self.n_patterns, self.dim)
         if self.alpha_confusion >= self.alpha_star:
             yield "alpha_confusion", self.alpha_confusion, f"< alpha_star ({self.alpha_star})"
         if self.n_relevant < 1:
@@ -150,8 +154,7 @@ class PhaseDataParams(Section):
     n_test: int = knob(at_least(2))
 
     def relations(self) -> Iterator[Violation]:
-        if self.n_patterns > self.dim:
-            yield "n_patterns", self.n_patterns, f"<= dim ({self.dim}) for orthonormal patterns"
+        yield from _patterns_fit(self.n_patterns, self.dim)
 
     def tokens(self, alpha_star: float, seed: int) -> LiTokensParams:
         """The full data params of one grid cell: a pool of `pool_size` training examples."""

@@ -78,7 +78,11 @@ def run_grid(cfg: PhaseParams, model: str, device: torch.device, progress: bool 
     """Every cell of the grid for one model, as rows of `COLUMNS`, in grid order."""
     todo = cells(cfg)
     size, workers = chunk_plan(len(todo), device)
-    chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
+    # chunks never mix alpha* values: a chunk of one alpha* trains as one full stack
+    chunks = []
+    for alpha in cfg.alpha_star:
+        mine = [c for c in todo if c.alpha_star == alpha]
+        chunks += [mine[i:i + size] for i in range(0, len(mine), size)]
     if workers == 1:
         results = [run_chunk(cfg, model, chunk, device.type, torch.get_num_threads()) for chunk in chunks]
     else:  # one single-thread process per core; spawn: forking a process that ran torch can hang
