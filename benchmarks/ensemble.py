@@ -18,11 +18,11 @@ from dataclasses import replace
 
 import torch
 
-from vitheory.ensemble import hinge
+from vitheory.ensemble import hinge, seeded
 from vitheory.li_tokens import generate
 from vitheory.params import PhaseParams, load_params
-from vitheory.phase import cells, model_builder, run_grid
-from vitheory.train import seeded
+from vitheory.models import builder
+from vitheory.phase import cells, run_grid
 
 
 def matmul_peak_gflops(size: int = 2048, repeats: int = 10) -> float:
@@ -47,7 +47,7 @@ def forward_flops(cfg: PhaseParams, model: str) -> float:
 def plain_loop(cfg: PhaseParams, model: str) -> tuple[list[dict], int]:
     """Each cell alone, the textbook way. Returns rows like run_grid's and the examples processed."""
     recipe = getattr(cfg, model)
-    build = model_builder(recipe, cfg.data.dim)
+    build = builder(recipe.model, cfg.data.dim)
     rows, examples = [], 0
     pools = {}
     for cell in cells(cfg):

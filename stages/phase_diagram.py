@@ -7,7 +7,7 @@ from vitheory.artifacts import atomic_path
 from vitheory.cli import run_stage
 from vitheory.params import Params
 from vitheory.phase import COLUMNS, run_grid
-from vitheory.train import resolve_device
+from vitheory.ensemble import resolve_device
 
 
 def main(params: Params, args: argparse.Namespace) -> None:

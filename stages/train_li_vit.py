@@ -12,7 +12,8 @@ from vitheory.checkpoint import save_checkpoint
 from vitheory.cli import run_stage
 from vitheory.history import History
 from vitheory.params import Params
-from vitheory.train import resolve_device, train_li_vit
+from vitheory.ensemble import resolve_device
+from vitheory.train import train_li_vit
 
 
 def main(params: Params, args: argparse.Namespace) -> None:

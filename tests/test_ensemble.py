@@ -1,9 +1,8 @@
 import torch
 
-from vitheory.ensemble import Ensemble, SGDConfig, Stacked, chunk_plan, loss_and_error, train_ensemble
+from vitheory.ensemble import Ensemble, SGDConfig, Stacked, chunk_plan, loss_and_error, seeded, train_ensemble
 from vitheory.li_tokens import generate
 from vitheory.models import ShallowViT, TokenCNN
-from vitheory.train import seeded
 
 VIT = {"dim": 16, "width": 20, "qk_init": 0.5, "out_init_std": 0.3}
 CNN = {"dim": 16, "width": 20, "kernel": 3, "conv_init_std": 1.0, "out_init_std": 0.3}

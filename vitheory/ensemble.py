@@ -20,7 +20,23 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 from tqdm import tqdm
 
-from vitheory.errors import TrainingDiverged
+from vitheory.errors import ParamsError, TrainingDiverged
+
+
+def resolve_device(name: str) -> torch.device:
+    """`auto` picks CUDA when present; `cuda` without a GPU is an error, not a silent fallback."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ParamsError("train.device = 'cuda' but no CUDA device is available: use 'auto' or 'cpu'")
+    return torch.device(name)
+
+
+def seeded(seed: int, build: Callable[[], torch.nn.Module]) -> torch.nn.Module:
+    """A model initialised from its own seed, whatever the global generator's state."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return build()
 
 
 class Ensemble:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from vitheory.params import ShallowViTParams, TokenCNNParams
 
 MODEL_CLASSES: dict[str, type[nn.Module]] = {}
 
@@ -104,3 +108,11 @@ class TokenCNN(nn.Module):
     def param_group(self, name: str) -> str:
         """`mixing` (W_conv) or `mlp` (W_O)."""
         return "mixing" if name == "W_conv" else "mlp"
+
+
+def builder(spec: ShallowViTParams | TokenCNNParams, dim: int) -> Callable[[], nn.Module]:
+    """A constructor of the model that a params section describes, for tokens of dimension dim."""
+    if isinstance(spec, ShallowViTParams):
+        return lambda: ShallowViT(dim=dim, width=spec.width, qk_init=spec.qk_init, out_init_std=spec.out_init_std)
+    return lambda: TokenCNN(dim=dim, width=spec.width, kernel=spec.kernel, conv_init_std=spec.conv_init_std,
+                            out_init_std=spec.out_init_std)

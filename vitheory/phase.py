@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
@@ -22,11 +22,10 @@ import torch
 from tqdm import tqdm
 
 from vitheory.artifacts import artifact_error
-from vitheory.ensemble import Ensemble, SGDConfig, Stacked, chunk_plan, loss_and_error, train_ensemble
+from vitheory.ensemble import Ensemble, SGDConfig, Stacked, chunk_plan, loss_and_error, seeded, train_ensemble
 from vitheory.li_tokens import generate
-from vitheory.models import ShallowViT, TokenCNN
+from vitheory.models import builder
 from vitheory.params import CNNRecipe, PhaseParams, ViTRecipe
-from vitheory.train import seeded
 from vitheory.schemas import PHASE_RUNS as COLUMNS
 
 
@@ -41,19 +40,11 @@ def cells(cfg: PhaseParams) -> list[Cell]:
     return [Cell(a, n, s) for a in cfg.alpha_star for s in range(cfg.seeds) for n in cfg.n_train]
 
 
-def model_builder(recipe: ViTRecipe | CNNRecipe, dim: int) -> Callable[[], torch.nn.Module]:
-    m = recipe.model
-    if isinstance(recipe, ViTRecipe):
-        return lambda: ShallowViT(dim=dim, width=m.width, qk_init=m.qk_init, out_init_std=m.out_init_std)
-    return lambda: TokenCNN(dim=dim, width=m.width, kernel=m.kernel, conv_init_std=m.conv_init_std,
-                            out_init_std=m.out_init_std)
-
-
 def run_chunk(cfg: PhaseParams, model: str, chunk: Sequence[Cell], device: str, threads: int) -> list[dict]:
     """Train one stack of cells; each alpha* trains as its own ensemble (its learning rate differs)."""
     torch.set_num_threads(threads)
     recipe: ViTRecipe | CNNRecipe = getattr(cfg, model)
-    build = model_builder(recipe, cfg.data.dim)
+    build = builder(recipe.model, cfg.data.dim)
     rows = []
     for alpha in sorted({c.alpha_star for c in chunk}):
         group = [c for c in chunk if c.alpha_star == alpha]

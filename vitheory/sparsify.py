@@ -14,11 +14,10 @@ from dataclasses import replace
 import torch
 from tqdm import tqdm
 
-from vitheory.ensemble import Ensemble, SGDConfig, Stacked, loss_and_error, train_ensemble
+from vitheory.ensemble import Ensemble, SGDConfig, Stacked, loss_and_error, seeded, train_ensemble
 from vitheory.li_tokens import CONFUSION, IRRELEVANT, RELEVANT, TokenData, generate
+from vitheory.models import builder
 from vitheory.params import SparsifyParams
-from vitheory.phase import model_builder
-from vitheory.train import seeded
 from vitheory.schemas import SPARSIFY_RUNS as COLUMNS
 
 KIND_STRATEGIES = {"irrelevant": IRRELEVANT, "confusion": CONFUSION, "relevant": RELEVANT}
@@ -63,7 +62,7 @@ def attention_received(ensemble: Ensemble, member: int, data: TokenData) -> torc
 
 def _train(cfg: SparsifyParams, runs: Sequence[tuple[int, TokenData, TokenData]]) -> tuple[Ensemble, list]:
     """Train one ViT per (seed, train, test) on its own data; return the ensemble and test metrics."""
-    build = model_builder(cfg.vit, cfg.data.dim)
+    build = builder(cfg.vit.model, cfg.data.dim)
     ensemble = Ensemble([seeded(seed, build) for seed, _, _ in runs])
     sgd = SGDConfig(steps=cfg.steps, batch_size=cfg.batch_size, eval_every=10,
                     lr={"mixing": cfg.vit.lr_mixing, "mlp": cfg.vit.lr_mlp},

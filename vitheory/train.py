@@ -7,29 +7,12 @@ from collections.abc import Callable
 import torch
 
 from vitheory.analysis import attention_masses
-from vitheory.ensemble import Ensemble, SGDConfig, Stacked, hinge, train_ensemble
-from vitheory.errors import ParamsError
+from vitheory.ensemble import Ensemble, SGDConfig, Stacked, hinge, seeded, train_ensemble
 from vitheory.li_tokens import TokenData
-from vitheory.models import ShallowViT
+from vitheory.models import ShallowViT, builder
 from vitheory.params import LiVitTrainParams
 
 LogFn = Callable[[int, dict[str, dict[str, float]]], None]
-
-
-def resolve_device(name: str) -> torch.device:
-    """`auto` picks CUDA when present; `cuda` without a GPU is an error, not a silent fallback."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ParamsError("train.device = 'cuda' but no CUDA device is available: use 'auto' or 'cpu'")
-    return torch.device(name)
-
-
-def seeded(seed: int, build: Callable[[], torch.nn.Module]) -> torch.nn.Module:
-    """A model initialised from its own seed, whatever the global generator's state."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return build()
 
 
 @torch.no_grad()
@@ -51,10 +34,7 @@ def train_li_vit(train: TokenData, test: TokenData, cfg: LiVitTrainParams, devic
 
     Raises TrainingDiverged if the training loss becomes non-finite.
     """
-    def build() -> ShallowViT:
-        return ShallowViT(dim=train.X.shape[-1], width=cfg.model.width, qk_init=cfg.model.qk_init,
-                          out_init_std=cfg.model.out_init_std)
-
+    build = builder(cfg.model, train.X.shape[-1])
     ensemble = Ensemble([seeded(cfg.seed, build).to(device)])
     sgd = SGDConfig(steps=cfg.steps, batch_size=cfg.batch_size,
                     lr={"mixing": cfg.lr_attention, "mlp": cfg.lr_mlp}, eval_every=cfg.log_every,
