@@ -20,8 +20,8 @@ import torch
 
 from vitheory.ensemble import hinge, seeded
 from vitheory.li_tokens import generate
-from vitheory.params import PhaseParams, load_params
 from vitheory.models import builder
+from vitheory.params import PhaseParams, load_params
 from vitheory.phase import cells, run_grid
 
 

@@ -5,9 +5,9 @@ import csv
 
 from vitheory.artifacts import atomic_path
 from vitheory.cli import run_stage
+from vitheory.ensemble import resolve_device
 from vitheory.params import Params
 from vitheory.phase import COLUMNS, run_grid
-from vitheory.ensemble import resolve_device
 
 
 def main(params: Params, args: argparse.Namespace) -> None:

@@ -8,13 +8,14 @@ from statistics import mean
 from vitheory.artifacts import atomic_path, write_json
 from vitheory.cli import run_stage
 from vitheory.params import Params
-from vitheory.sparsify import COLUMNS, run
+from vitheory.schemas import SPARSIFY_RUNS
+from vitheory.sparsify import run
 
 
 def main(params: Params, args: argparse.Namespace) -> None:
     rows = run(params.sparsify)
     with atomic_path(args.out) as tmp, open(tmp, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, COLUMNS, lineterminator="\n")
+        writer = csv.DictWriter(handle, SPARSIFY_RUNS, lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
     losses, errors = defaultdict(list), defaultdict(list)

@@ -10,9 +10,9 @@ from vitheory.analysis import reference_masses
 from vitheory.artifacts import atomic_path, write_json
 from vitheory.checkpoint import save_checkpoint
 from vitheory.cli import run_stage
+from vitheory.ensemble import resolve_device
 from vitheory.history import History
 from vitheory.params import Params
-from vitheory.ensemble import resolve_device
 from vitheory.train import train_li_vit
 
 

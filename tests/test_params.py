@@ -4,8 +4,8 @@ import sys
 
 import pytest
 import yaml
-
 from conftest import ROOT
+
 from vitheory.params import ParamsError, load_params, parse_params
 
 RAW = yaml.safe_load((ROOT / "params.yaml").read_text())

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT
+
 from vitheory.claims import CLAIMS
 
 DVC_YAML = yaml.safe_load((ROOT / "dvc.yaml").read_text())
@@ -198,3 +198,17 @@ def test_exp_run_with_a_changed_param_changes_the_metric(repo):
     assert changed[1] == 80 and changed[0] != baseline[0]
     shown = _dvc("exp", "show", "--json", cwd=repo).stdout
     assert "attn_relevant_query" in shown
+
+
+def test_a_stage_with_a_missing_input_says_what_to_run(tmp_path):
+    """No traceback: one line naming the missing file and the stage that makes it, exit code 2."""
+    run = subprocess.run(
+        [sys.executable, "-m", "stages.train_li_vit", "--data", str(tmp_path / "absent"),
+         "--model", str(tmp_path / "m"), "--metrics", str(tmp_path / "m.json"),
+         "--history", str(tmp_path / "h.csv"), "--live", str(tmp_path / "live")],
+        cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines()[-1] == (
+        f"error: {tmp_path / 'absent' / 'train.safetensors'}: missing; run `dvc repro generate` to rebuild it")
+    assert "Traceback" not in run.stderr
+    assert not (tmp_path / "m").exists()

@@ -5,9 +5,9 @@ import torch
 
 from vitheory import li_tokens
 from vitheory.analysis import attention_masses, reference_masses
+from vitheory.ensemble import subsample_tokens
 from vitheory.errors import TrainingDiverged
 from vitheory.li_tokens import CONFUSION, IRRELEVANT, RELEVANT
-from vitheory.ensemble import subsample_tokens
 from vitheory.train import train_li_vit
 
 CPU = torch.device("cpu")

@@ -94,10 +94,10 @@ def _measure_li1(reports: Path) -> dict[str, float | None]:
 
 
 def _measure_li2(reports: Path) -> dict[str, float | None]:
-    vit = _phase(reports)["vit"]
-    interval = vit["steps_exponent_ci"] or [None, None]
-    return {"vit_steps_exponent": vit["steps_exponent"], "vit_steps_exponent_ci_low": interval[0],
-            "vit_steps_exponent_ci_high": interval[1], "cnn_steps_exponent": _phase(reports)["cnn"]["steps_exponent"]}
+    models = _phase(reports)
+    interval = models["vit"]["steps_exponent_ci"] or [None, None]
+    return {"vit_steps_exponent": models["vit"]["steps_exponent"], "vit_steps_exponent_ci_low": interval[0],
+            "vit_steps_exponent_ci_high": interval[1], "cnn_steps_exponent": models["cnn"]["steps_exponent"]}
 
 
 def _measure_li4(reports: Path) -> dict[str, float | None]:
@@ -128,7 +128,8 @@ CLAIMS: tuple[Claim, ...] = (
         statement="The number of SGD iterations to zero training error grows as alpha* shrinks, about as 1/alpha*.",
         metric=("mean over seeds of the SGD steps until zero training error at the largest N; its log-log "
                 "slope against 1/alpha* with a bootstrap 95% interval (the interval must overlap [0.5, 1.5])"),
-        criteria=(Criterion("vit_steps_exponent_ci_low", "<=", 1.5), Criterion("vit_steps_exponent_ci_high", ">=", 0.5)),
+        criteria=(Criterion("vit_steps_exponent_ci_low", "<=", 1.5),
+                  Criterion("vit_steps_exponent_ci_high", ">=", 0.5)),
         evidence=("figures/phase_scaling.png", "metrics/phase.json"),
         measure=_measure_li2,
     ),

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
 from vitheory.artifacts import artifact_error, atomic_path
 

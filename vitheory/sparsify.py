@@ -18,7 +18,6 @@ from vitheory.ensemble import Ensemble, SGDConfig, Stacked, loss_and_error, seed
 from vitheory.li_tokens import CONFUSION, IRRELEVANT, RELEVANT, TokenData, generate
 from vitheory.models import builder
 from vitheory.params import SparsifyParams
-from vitheory.schemas import SPARSIFY_RUNS as COLUMNS
 
 KIND_STRATEGIES = {"irrelevant": IRRELEVANT, "confusion": CONFUSION, "relevant": RELEVANT}
 STRATEGIES = ("none", *KIND_STRATEGIES, "noisiest", "attention", "random")
