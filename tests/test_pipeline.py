@@ -166,6 +166,14 @@ def test_second_repro_does_nothing(repo):
 
 
 @pytest.mark.pipeline
+def test_forced_rerun_gives_the_same_bytes(repo):
+    """Same params, same seeds, same bytes: every hash in dvc.lock survives `dvc repro -f`."""
+    before = (repo / "dvc.lock").read_text()
+    _dvc("repro", "-f", cwd=repo)
+    assert (repo / "dvc.lock").read_text() == before
+
+
+@pytest.mark.pipeline
 def test_bad_param_fails_with_one_line_and_keeps_outputs(repo):
     params_path = repo / "params.yaml"
     original = params_path.read_text()
