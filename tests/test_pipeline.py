@@ -3,6 +3,7 @@
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -220,3 +221,46 @@ def test_a_stage_with_a_missing_input_says_what_to_run(tmp_path):
         f"error: {tmp_path / 'absent' / 'train.safetensors'}: missing; run `dvc repro generate` to rebuild it")
     assert "Traceback" not in run.stderr
     assert not (tmp_path / "m").exists()
+
+
+def _verify(repo):
+    return _run([sys.executable, "-m", "vitheory.verify"], repo, check=False)
+
+
+@pytest.mark.pipeline
+def test_verify_agrees_with_a_fresh_run(repo):
+    run = _verify(repo)
+    assert run.returncode in (0, 1), run.stdout
+    assert "problem:" not in run.stdout
+    for claim in CLAIMS:
+        assert f"{claim.id}" in run.stdout
+    assert "DIFFERS" not in run.stdout
+
+
+def _flip_first_verdict(text: str) -> str:
+    return re.sub(r'"holds": (true|false)', lambda m: f'"holds": {"false" if m[1] == "true" else "true"}', text, count=1)
+
+
+def _drop_last_row(text: str) -> str:
+    return "\n".join(text.splitlines()[:-1]) + "\n"
+
+
+@pytest.mark.pipeline
+@pytest.mark.parametrize("path,edit,expected", [
+    ("reports/claims.json", _flip_first_verdict, "does not match the artifacts"),
+    ("reports/sparsify/runs.csv", _drop_last_row, "stage sparsify is out of date"),
+    ("reports/metrics/phase.json", None, "phase.json: missing; run `dvc repro phase_fit`"),
+])
+def test_verify_names_what_was_tampered_with(repo, path, edit, expected):
+    target = repo / path
+    original = target.read_bytes()
+    try:
+        if edit is None:
+            target.unlink()
+        else:
+            target.write_text(edit(original.decode()))
+        run = _verify(repo)
+    finally:
+        target.write_bytes(original)
+    assert run.returncode == 2
+    assert expected in run.stdout
