@@ -264,3 +264,20 @@ def test_verify_names_what_was_tampered_with(repo, path, edit, expected):
         target.write_bytes(original)
     assert run.returncode == 2
     assert expected in run.stdout
+
+
+@pytest.mark.pipeline
+def test_remote_round_trip_needs_no_recomputation(repo, tmp_path):
+    """push to a local DVC remote, clone afresh, pull: verify passes and nothing is out of date."""
+    remote = tmp_path / "remote"
+    _dvc("remote", "add", "--local", "-f", "storage", str(remote), cwd=repo)
+    _run(["git", "add", "-A"], repo)
+    _run(["git", "commit", "-qm", "results", "--allow-empty"], repo)
+    _dvc("push", "-r", "storage", cwd=repo)
+    clone = tmp_path / "clone"
+    _run(["git", "clone", "-q", str(repo), str(clone)], tmp_path)
+    _dvc("remote", "add", "--local", "storage", str(remote), cwd=clone)
+    _dvc("pull", "-r", "storage", cwd=clone)
+    assert _dvc("status", "-q", cwd=clone, check=False).returncode == 0
+    run = _verify(clone)
+    assert run.returncode in (0, 1) and "problem:" not in run.stdout, run.stdout
