@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -281,3 +282,28 @@ def test_remote_round_trip_needs_no_recomputation(repo, tmp_path):
     assert _dvc("status", "-q", cwd=clone, check=False).returncode == 0
     run = _verify(clone)
     assert run.returncode in (0, 1) and "problem:" not in run.stdout, run.stdout
+
+
+@pytest.mark.pipeline
+def test_queued_sweep_runs_every_value_and_shows_the_claim_metrics(repo):
+    """`dvc exp run --queue -S 'key=v1,v2'`, one worker, then `dvc exp show` lists each run's metrics."""
+    _run(["git", "add", "-A"], repo)
+    _run(["git", "commit", "-qm", "before sweep", "--allow-empty"], repo)
+    _dvc("exp", "run", "--queue", "-S", "train.li_vit.steps=20,60", cwd=repo)
+    _dvc("queue", "start", "-j", "1", cwd=repo)
+    for _ in range(120):
+        status = _dvc("queue", "status", cwd=repo).stdout
+        if "Queued" not in status and "Running" not in status:
+            break
+        time.sleep(1)
+    assert status.count("Success") == 2, status
+    shown = json.loads(_dvc("exp", "show", "--json", cwd=repo).stdout)
+    steps = set()
+    for baseline in shown:
+        for exp in baseline.get("experiments") or []:
+            for rev in exp["revs"]:
+                data = rev.get("data") or {}
+                metrics = data.get("metrics", {}).get("reports/metrics/li_vit.json", {}).get("data", {})
+                assert "attn_relevant_query" in metrics["final"]["test"]
+                steps.add(metrics["steps"])
+    assert steps == {20, 60}
