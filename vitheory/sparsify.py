@@ -55,8 +55,8 @@ def remove_tokens(data: TokenData, scores: torch.Tensor, n_remove: int) -> Token
 @torch.no_grad()
 def attention_received(ensemble: Ensemble, member: int, data: TokenData) -> torch.Tensor:
     """(N, L): the mean over queries of the attention each token receives from member's model."""
-    _, attn = ensemble(data.X[None].expand(len(ensemble), *data.X.shape), return_attention=True)
-    return attn[member].mean(dim=1)
+    _, attn = ensemble(data.X[None], members=torch.tensor([member]), return_attention=True)
+    return attn[0].mean(dim=1)
 
 
 def _train(cfg: SparsifyParams, runs: Sequence[tuple[int, TokenData, TokenData]]) -> tuple[Ensemble, list]:

@@ -16,6 +16,7 @@ does not hold; 2: a mismatch or a missing or unreadable artifact.
 
 from __future__ import annotations
 
+import csv
 import math
 import sys
 from collections.abc import Callable
@@ -45,7 +46,7 @@ def same(a: Any, b: Any) -> bool:
 
 
 def lock_problems(root: Path) -> list[str]:
-    from dvc.repo import Repo
+    from dvc.repo import Repo  # imported here: DVC is slow to import and only this check needs it
 
     status = Repo(str(root)).status()
     return [f"dvc.lock: stage {stage} is out of date ({changes}); run `dvc repro` or `dvc checkout`"
@@ -53,8 +54,6 @@ def lock_problems(root: Path) -> list[str]:
 
 
 def _li_vit(reports: Path) -> list[str]:
-    import csv
-
     stored = read_json(reports / "metrics" / "li_vit.json", "train_li_vit")
     logged: dict[int, dict[str, dict[str, float]]] = {}
     with open(reports / "history" / "li_vit.csv", newline="") as handle:
@@ -75,8 +74,6 @@ def _phase(reports: Path) -> list[str]:
 
 
 def _sparsify(reports: Path) -> list[str]:
-    import csv
-
     stored = read_json(reports / "metrics" / "sparsify.json", "sparsify")["mean_test_loss"]
     losses: dict[str, list[float]] = {}
     with open(reports / "sparsify" / "runs.csv", newline="") as handle:
