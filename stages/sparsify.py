@@ -1,4 +1,6 @@
-"""Stage `sparsify`: [LI23] Figure 2b, test loss after token removal by each strategy (LI-4)."""
+"""Stage `sparsify`: [LI23] Figure 2b, test loss after token removal by each strategy (LI-4).
+
+The metrics are means over keep ratios and seeds per strategy; strategy `none` is the full data."""
 
 import argparse
 import csv
@@ -25,7 +27,6 @@ def main(params: Params, args: argparse.Namespace) -> None:
     write_json(args.metrics, {
         "mean_test_loss": {s: mean(v) for s, v in losses.items()},
         "mean_test_error": {s: mean(v) for s, v in errors.items()},
-        "note": "means over keep ratios and seeds; strategy none is the full data",
     })
 
 

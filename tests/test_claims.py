@@ -11,7 +11,7 @@ LI3 = next(claim for claim in CLAIMS if claim.id == "LI-3")
 def write_metrics(reports, initial, final):
     folder = reports / "metrics"
     folder.mkdir(parents=True, exist_ok=True)
-    test = {"attn_all_query": 0.5, "error": 0.0, "loss": 0.0}
+    test = {"attn_all_query": 0.5, "error_rate": 0.0, "loss": 0.0}
     (folder / "li_vit.json").write_text(json.dumps({
         "initial": {"test": test | {"attn_relevant_query": initial}},
         "final": {"test": test | {"attn_relevant_query": final}},

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vitheory.artifacts import read_json
+from vitheory.schemas import by_alpha
 
 OPERATORS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 
@@ -60,7 +61,7 @@ def _measure_li3(reports: Path) -> dict[str, float]:
         "all_query_initial": initial["attn_all_query"],
         "all_query_final": final["attn_all_query"],
         "all_query_cap": reference["all_query_cap"],
-        "test_error_final": final["error"],
+        "test_error_final": final["error_rate"],
     }
 
 
@@ -69,35 +70,35 @@ def _phase(reports: Path) -> dict[str, Any]:
 
 
 def _n_min_at_smallest_alpha(fit: dict[str, Any]) -> float:
-    """N_min at the smallest alpha*; a censored one (never reached in the grid) counts as infinite."""
-    value = fit["n_min"][0]
-    return math.inf if value is None else value
+    """N_min at the smallest alpha*; a censored one (-1: never reached in the grid) counts as infinite."""
+    value = by_alpha(fit["n_min"])[0][1]
+    return math.inf if value < 0 else value
 
 
 def _measure_li1(reports: Path) -> dict[str, float | None]:
     models = _phase(reports)
     vit, cnn = models["vit"], models["cnn"]
-    n_mins = [math.inf if n is None else n for n in vit["n_min"]]  # alpha* ascending
+    n_mins = [math.inf if n < 0 else n for _, n in by_alpha(vit["n_min"])]  # alpha* ascending
     falls = all(a >= b for a, b in zip(n_mins, n_mins[1:])) and n_mins[0] > n_mins[-1]
-    interval = vit["n_min_exponent_ci"] or [None, None]
     smallest_vit, smallest_cnn = _n_min_at_smallest_alpha(vit), _n_min_at_smallest_alpha(cnn)
     return {
         "vit_n_min_falls_as_alpha_grows": float(falls),
         "vit_exponent": vit["n_min_exponent"],
-        "vit_exponent_ci_low": interval[0],
-        "vit_exponent_ci_high": interval[1],
+        "vit_exponent_ci_low": vit["n_min_exponent_ci_low"],
+        "vit_exponent_ci_high": vit["n_min_exponent_ci_high"],
         "cnn_exponent": cnn["n_min_exponent"],
-        "vit_n_min_at_smallest_alpha": vit["n_min"][0],
-        "cnn_n_min_at_smallest_alpha": cnn["n_min"][0],
+        "vit_n_min_at_smallest_alpha": by_alpha(vit["n_min"])[0][1],
+        "cnn_n_min_at_smallest_alpha": by_alpha(cnn["n_min"])[0][1],
         "cnn_needs_more_samples_at_smallest_alpha": float(smallest_cnn > smallest_vit),
     }
 
 
 def _measure_li2(reports: Path) -> dict[str, float | None]:
     models = _phase(reports)
-    interval = models["vit"]["steps_exponent_ci"] or [None, None]
-    return {"vit_steps_exponent": models["vit"]["steps_exponent"], "vit_steps_exponent_ci_low": interval[0],
-            "vit_steps_exponent_ci_high": interval[1], "cnn_steps_exponent": models["cnn"]["steps_exponent"]}
+    vit = models["vit"]
+    return {"vit_steps_exponent": vit["steps_exponent"], "vit_steps_exponent_ci_low": vit["steps_exponent_ci_low"],
+            "vit_steps_exponent_ci_high": vit["steps_exponent_ci_high"],
+            "cnn_steps_exponent": models["cnn"]["steps_exponent"]}
 
 
 def _measure_li4(reports: Path) -> dict[str, float | None]:

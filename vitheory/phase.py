@@ -172,11 +172,16 @@ def summarize(rows: Sequence[dict], threshold: float, n_boot: int, seed: int) ->
     rng = np.random.default_rng(seed)
     boots = [estimate(list(rng.choice(seeds, size=len(seeds)))) for _ in range(n_boot)]
 
-    def interval(index: int) -> list[float] | None:
+    def interval(index: int, name: str) -> dict[str, float | None]:
         values = [b[index] for b in boots if b[index] is not None]
-        return [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))] if values else None
+        low, high = (float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))) if values else (None, None)
+        return {f"{name}_ci_low": low, f"{name}_ci_high": high}
 
-    return {"alpha_star": alphas, "n_min": [nmins[a] for a in alphas], "steps": [steps[a] for a in alphas],
-            "n_min_exponent": n_exp, "n_min_exponent_ci": interval(2),
-            "steps_exponent": step_exp, "steps_exponent_ci": interval(3),
-            "success_rate": {str(a): {str(n): r for n, r in rates.items()} for a, rates in success_rates(rows).items()}}
+    # numbers and alpha*-keyed maps of numbers only, -1 for "never reached in the grid", so that
+    # `dvc metrics show` and `dvc exp show` read every value
+    def keyed(values: dict[float, float | None]) -> dict[str, float]:
+        return {str(a): -1 if values[a] is None else values[a] for a in alphas}
+
+    return {"n_min": keyed(nmins), "steps": keyed(steps),
+            "n_min_exponent": n_exp, **interval(2, "n_min_exponent"),
+            "steps_exponent": step_exp, **interval(3, "steps_exponent")}

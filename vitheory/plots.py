@@ -10,6 +10,7 @@ import seaborn as sns
 from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
 from vitheory.artifacts import artifact_error, atomic_path
+from vitheory.schemas import by_alpha
 
 QUERY_LABELS = {
     "attn_relevant_query": "label-relevant queries",
@@ -60,9 +61,9 @@ def attention_mass_figure(history: pd.DataFrame, uniform: float, all_query_cap: 
 
 def training_curves_figure(history: pd.DataFrame) -> plt.Figure:
     """Hinge loss and 0-1 error against SGD step, train and test."""
-    curves = history[history.metric.isin(["loss", "error"])]
+    curves = history[history.metric.isin(["loss", "error_rate"])]
     grid = sns.relplot(data=curves, x="step", y="value", hue="split", col="metric",
-                       col_order=["loss", "error"], kind="line", height=3.2, aspect=1.2,
+                       col_order=["loss", "error_rate"], kind="line", height=3.2, aspect=1.2,
                        facet_kws={"sharey": False})
     grid.set_axis_labels("SGD step", "")
     grid.set_titles("{col_name}")
@@ -93,18 +94,18 @@ def scaling_figure(summary: dict) -> plt.Figure:
     each fitted exponent and its bootstrap interval in the legend."""
     rows = []
     for model, fit in summary["models"].items():
-        for alpha, n, steps in zip(fit["alpha_star"], fit["n_min"], fit["steps"]):
-            rows += [{"model": model, "1/alpha*": 1 / alpha, "quantity": "N_min", "value": n},
-                     {"model": model, "1/alpha*": 1 / alpha, "quantity": "steps", "value": steps}]
-    table = pd.DataFrame(rows).dropna()
+        for quantity, key in (("N_min", "n_min"), ("steps", "steps")):
+            rows += [{"model": model, "1/alpha*": 1 / alpha, "quantity": quantity, "value": value}
+                     for alpha, value in by_alpha(fit[key])]
+    table = pd.DataFrame(rows).query("value > 0")  # -1: never reached within the grid
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
     panels = [("N_min", "n_min", "N_min: samples for zero test error"),
               ("steps", "steps", "SGD steps to zero training error")]
     for ax, (quantity, key, label) in zip(axes, panels):
         for model, fit in summary["models"].items():
-            exponent, interval = fit[f"{key}_exponent"], fit[f"{key}_exponent_ci"]
+            exponent, low, high = (fit[f"{key}_exponent{end}"] for end in ("", "_ci_low", "_ci_high"))
             points = table[(table.model == model) & (table.quantity == quantity)]
-            text = "no fit" if exponent is None else f"exponent {exponent:.2f} [{interval[0]:.2f}, {interval[1]:.2f}]"
+            text = "no fit" if exponent is None else f"exponent {exponent:.2f} [{low:.2f}, {high:.2f}]"
             ax.plot(points["1/alpha*"], points.value, marker="o", label=f"{model}: {text}")
         ax.set(xscale="log", yscale="log", xlabel="1 / alpha*", ylabel=label)
         ax.set_xticks(sorted(set(table["1/alpha*"])))

@@ -21,7 +21,8 @@ def evaluate(ensemble: Ensemble, data: TokenData, *, with_attention: bool = Fals
     device = ensemble.params["W_Q"].device
     x, y = data.X.to(device)[None], data.y.to(device, torch.float32)[None]
     out, attn = ensemble(x, return_attention=True)
-    metrics = {"loss": hinge(out, y).mean().item(), "error": (y * out <= 0).float().mean().item()}
+    # "error_rate", not "error": DVC takes a truthy metric named "error" for a failure to load
+    metrics = {"loss": hinge(out, y).mean().item(), "error_rate": (y * out <= 0).float().mean().item()}
     if with_attention:
         metrics |= attention_masses(attn[0], data.kind.to(device))
     return metrics
