@@ -120,10 +120,11 @@ def hinge(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def loss_and_error(ensemble: Ensemble, X: torch.Tensor, y: torch.Tensor,
-                   n: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean hinge loss and 0-1 error per member, over the first n[i] rows of member i's set."""
-    out = ensemble(X)
+def loss_and_error(ensemble: Ensemble, X: torch.Tensor, y: torch.Tensor, n: torch.Tensor | None = None,
+                   members: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean hinge loss and 0-1 error per member, over the first n[i] rows of member i's set; with
+    `members`, X, y and n hold only those members' rows."""
+    out = ensemble(X, members=members)
     rows = torch.arange(y.shape[1], device=y.device)[None]
     valid = torch.ones_like(y, dtype=torch.bool) if n is None else rows < n[:, None]
     count = valid.sum(1)
@@ -160,11 +161,13 @@ def train_ensemble(ensemble: Ensemble, data: Stacked, seeds: Sequence[int], cfg:
     lrs = [cfg.lr[ensemble.group(name)] for name in ensemble.params]
 
     def check(step: int) -> None:
-        loss, error = loss_and_error(ensemble, data.X, data.y, data.n)
-        for i in range(E):
-            if zero_error_step[i] < 0 and error[i] == 0:
+        # a stopped member has zero loss, hence zero error already recorded: only live ones are checked
+        live = active.nonzero().squeeze(1)
+        loss, error = loss_and_error(ensemble, data.X[live], data.y[live], data.n[live], members=live)
+        for j, i in enumerate(live.tolist()):
+            if zero_error_step[i] < 0 and error[j] == 0:
                 zero_error_step[i] = step
-            if cfg.stop_at_zero_loss and active[i] and loss[i] == 0:
+            if cfg.stop_at_zero_loss and loss[j] == 0:
                 active[i], steps_run[i] = False, step
 
     if on_log:

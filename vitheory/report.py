@@ -85,10 +85,11 @@ def render_report(records: list[dict[str, Any]], params: Params, params_text: st
              "measured numbers, never written by hand.", "",
              f"**{held} of {len(records)} claims hold.**", ""]
     lines += claims_table(records) + [""]
+    settings = regimes(params)
     for paper, citation in PAPERS.items():
         lines += [f"## [{paper}] {citation}", ""]
         for record in (r for r in records if r["paper"] == paper):
-            lines += claim_section(record, regimes(params).get(record["id"], "see params below."))
+            lines += claim_section(record, settings.get(record["id"], "see params below."))
     versions = {"python": platform.python_version()} | {p: metadata.version(p) for p in PACKAGES}
     lines += ["## Provenance", "",
               f"- params digest (sha256 of the validated params): `{params_digest(params)}`",
