@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 
 from vitheory import plots, schemas
-from vitheory.artifacts import read_json
+from vitheory.artifacts import read_json, read_tensors
 from vitheory.cli import run_stage
 from vitheory.params import Params
 
@@ -30,6 +30,18 @@ def main(params: Params, args: argparse.Namespace) -> None:
     sparse = plots.read_table(args.sparsify, schemas.SPARSIFY_RUNS, "sparsify")
     plots.save_figure(plots.sparsify_figure(sparse), figures / "sparsify.png", cfg.dpi)
 
+    gram = read_tensors(args.gram, "train_spatial", ("initial", "final"))
+    plots.save_figure(plots.association_maps_figure(gram["initial"][0].numpy(), gram["final"][0].numpy(),
+                                                    cfg.association_threshold, seed=0),
+                      figures / "spatial_association.png", cfg.dpi)
+    spatial_history = plots.read_table(args.spatial_history, schemas.HISTORY, "train_spatial")
+    chance = read_json(args.spatial_metrics, "train_spatial")["chance"]
+    plots.save_figure(plots.spatial_training_figure(spatial_history, chance), figures / "spatial_training.png",
+                      cfg.dpi)
+    transfer = plots.read_table(args.transfer, schemas.TRANSFER_RUNS, "transfer")
+    plots.save_figure(plots.transfer_figure(transfer, params.transfer.target_error), figures / "transfer.png",
+                      cfg.dpi)
+
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
@@ -38,5 +50,9 @@ if __name__ == "__main__":
     parser.add_argument("--phase-runs", nargs="+", required=True, help="CSVs written by phase_diagram")
     parser.add_argument("--phase-fit", required=True, help="summary written by phase_fit")
     parser.add_argument("--sparsify", required=True, help="CSV written by sparsify")
+    parser.add_argument("--gram", required=True, help="positional-encoding similarities written by train_spatial")
+    parser.add_argument("--spatial-history", required=True, help="long-form CSV written by train_spatial")
+    parser.add_argument("--spatial-metrics", required=True, help="summary metrics written by train_spatial")
+    parser.add_argument("--transfer", required=True, help="CSV written by transfer")
     parser.add_argument("--figures", required=True, help="folder for the PNG figures")
     run_stage(main, parser)

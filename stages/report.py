@@ -13,7 +13,9 @@ from vitheory.report import render_report
 def main(params: Params, args: argparse.Namespace) -> None:
     reports = Path(args.reports)
     records = evaluate_all(reports)
-    devices = {"train_li_vit": read_json(reports / "metrics" / "li_vit.json", "train_li_vit")["device"]}
+    devices = {stage: read_json(reports / "metrics" / f"{name}.json", stage)["device"]
+               for stage, name in (("train_li_vit", "li_vit"), ("train_spatial", "spatial"), ("control", "control"),
+                                   ("transfer", "transfer"))}
     write_json(reports / "claims.json", {"claims": records})
     with atomic_path(reports / "REPORT.md") as tmp:
         tmp.write_text(render_report(records, params, DEFAULT_PATH.read_text(), devices))

@@ -14,8 +14,10 @@ import copy
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 from tqdm import tqdm
@@ -99,38 +101,55 @@ class Stacked:
 @dataclass(frozen=True)
 class SGDConfig:
     steps: int
-    batch_size: int
-    lr: dict[str, float]  # learning rate per parameter group (the model's `param_group`)
+    batch_size: int | None  # None: full-batch gradient descent, each member on its whole set
+    lr: dict[str, float]  # learning rate per parameter group (the model's `param_group`); 0 freezes it
     eval_every: int  # full-training-set check for zero loss / zero error
     token_fraction: float = 1.0
+    loss: Literal["hinge", "logistic"] = "hinge"
     stop_at_zero_loss: bool = True  # a member whose hinge loss is 0 on all its data has zero gradient
+    stop_diverged: bool = False  # freeze a member whose loss turns non-finite instead of raising
     lr_keys: dict[str, str] | None = None  # params key of each group's rate, named when a run diverges
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """Per member: steps run, first checked step with zero training error (-1: never)."""
+    """Per member: steps run, first checked step with zero training error (-1: never), whether its
+    loss became non-finite (only with `SGDConfig.stop_diverged`)."""
 
     steps_run: list[int]
     steps_to_zero_train_error: list[int]
+    diverged: list[bool]
 
 
 def hinge(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.relu(1 - y * out)
 
 
+def logistic(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return F.softplus(-y * out)
+
+
+LOSSES = {"hinge": hinge, "logistic": logistic}
+
+
+def _valid_rows(y: torch.Tensor, n: torch.Tensor | None) -> torch.Tensor:
+    """(E, N) mask of each member's own rows (the first n[i]; all when n is None)."""
+    if n is None:
+        return torch.ones_like(y, dtype=torch.bool)
+    return torch.arange(y.shape[1], device=y.device)[None] < n[:, None]
+
+
 @torch.no_grad()
 def loss_and_error(ensemble: Ensemble, X: torch.Tensor, y: torch.Tensor, n: torch.Tensor | None = None,
-                   members: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean hinge loss and 0-1 error per member, over the first n[i] rows of member i's set; with
+                   members: torch.Tensor | None = None, loss: str = "hinge") -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean loss and 0-1 error per member, over the first n[i] rows of member i's set; with
     `members`, X, y and n hold only those members' rows."""
     out = ensemble(X, members=members)
-    rows = torch.arange(y.shape[1], device=y.device)[None]
-    valid = torch.ones_like(y, dtype=torch.bool) if n is None else rows < n[:, None]
+    valid = _valid_rows(y, n)
     count = valid.sum(1)
-    loss = hinge(out, y).where(valid, 0).sum(1) / count
+    mean_loss = LOSSES[loss](out, y).where(valid, 0).sum(1) / count
     error = (y * out <= 0).where(valid, False).sum(1) / count
-    return loss, error
+    return mean_loss, error
 
 
 def subsample_tokens(x: torch.Tensor, fraction: float, generator: torch.Generator) -> torch.Tensor:
@@ -147,7 +166,8 @@ def subsample_tokens(x: torch.Tensor, fraction: float, generator: torch.Generato
 def train_ensemble(ensemble: Ensemble, data: Stacked, seeds: Sequence[int], cfg: SGDConfig,
                    on_log: Callable[[int, Ensemble], None] | None = None, log_every: int = 0,
                    progress: bool = True, desc: str = "train") -> Outcome:
-    """Mini-batch SGD on the hinge loss, each member on its own data with its own generator.
+    """Mini-batch SGD (or full-batch gradient descent) on the configured loss, each member on its own
+    data with its own generator.
 
     `on_log(step, ensemble)` is called at step 0, every `log_every` steps and at the end.
     Raises TrainingDiverged when a member's loss becomes non-finite.
@@ -157,13 +177,15 @@ def train_ensemble(ensemble: Ensemble, data: Stacked, seeds: Sequence[int], cfg:
     active = torch.ones(E, dtype=torch.bool, device=device)
     steps_run = [cfg.steps] * E
     zero_error_step = [-1] * E
+    diverged = [False] * E
     params = list(ensemble.params.values())
     lrs = [cfg.lr[ensemble.group(name)] for name in ensemble.params]
 
     def check(step: int) -> None:
         # a stopped member has zero loss, hence zero error already recorded: only live ones are checked
         live = active.nonzero().squeeze(1)
-        loss, error = loss_and_error(ensemble, data.X[live], data.y[live], data.n[live], members=live)
+        loss, error = loss_and_error(ensemble, data.X[live], data.y[live], data.n[live], members=live,
+                                     loss=cfg.loss)
         for j, i in enumerate(live.tolist()):
             if zero_error_step[i] < 0 and error[j] == 0:
                 zero_error_step[i] = step
@@ -179,23 +201,33 @@ def train_ensemble(ensemble: Ensemble, data: Stacked, seeds: Sequence[int], cfg:
         if not active.any():
             break  # every member has zero loss: nothing would change any more
         live = active.nonzero().squeeze(1)  # members that stopped cost nothing
-        idx = torch.stack([torch.randint(0, int(data.n[i]), (cfg.batch_size,), generator=generators[i])
-                           for i in live.tolist()]).to(device)
-        x = data.X[live[:, None], idx]  # (E_live, B, L, d)
+        if cfg.batch_size is None and len(live) == E:  # no copy: the data may be one set expanded E times
+            x, y, valid = data.X, data.y, _valid_rows(data.y, data.n)
+        elif cfg.batch_size is None:
+            x, y, valid = data.X[live], data.y[live], _valid_rows(data.y[live], data.n[live])
+        else:
+            idx = torch.stack([torch.randint(0, int(data.n[i]), (cfg.batch_size,), generator=generators[i])
+                               for i in live.tolist()]).to(device)
+            x, y = data.X[live[:, None], idx], data.y[live[:, None], idx]  # (E_live, B, ...)
+            valid = torch.ones_like(y, dtype=torch.bool)
         if cfg.token_fraction < 1:
             x = torch.stack([subsample_tokens(x[j], cfg.token_fraction, generators[i])
                              for j, i in enumerate(live.tolist())])
-        loss = hinge(ensemble(x, members=live), data.y[live[:, None], idx]).mean(1)  # (E_live,)
-        if not torch.isfinite(loss).all():
-            j = int((~torch.isfinite(loss)).nonzero()[0])
+        per_example = LOSSES[cfg.loss](ensemble(x, members=live), y)
+        loss = per_example.where(valid, 0).sum(1) / valid.sum(1)  # (E_live,)
+        finite = torch.isfinite(loss)
+        if not finite.all() and not cfg.stop_diverged:
+            j = int((~finite).nonzero()[0])
             bad = int(live[j])
             rates = ", ".join(f"{(cfg.lr_keys or {}).get(group, group)} (now {lr})" for group, lr in cfg.lr.items())
             raise TrainingDiverged(f"training loss became {loss[j].item()} at step {step} "
                                    f"(member {bad}, seed {seeds[bad]}): lower {rates}")
-        grads = torch.autograd.grad(loss.sum(), params)
+        for i in live[~finite].tolist():  # frozen where it diverged, reported in the outcome
+            active[i], steps_run[i], diverged[i] = False, step - 1, True
+        grads = torch.autograd.grad(loss.where(finite, 0).sum(), params)
         with torch.no_grad():
             for p, g, lr in zip(params, grads, lrs):
-                p.sub_(lr * g)
+                p.sub_(lr * g.where(active.view(-1, *[1] * (g.dim() - 1)), 0))  # no step for frozen members
         last_step = step
         if step % cfg.eval_every == 0 or step == cfg.steps:
             check(step)
@@ -205,7 +237,7 @@ def train_ensemble(ensemble: Ensemble, data: Stacked, seeds: Sequence[int], cfg:
             logged_step = step
     if on_log and logged_step != last_step:
         on_log(last_step, ensemble)
-    return Outcome(steps_run, zero_error_step)
+    return Outcome(steps_run, zero_error_step, diverged)
 
 
 def chunk_plan(n_members: int, device: torch.device) -> tuple[int, int]:

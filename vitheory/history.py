@@ -4,6 +4,7 @@ checks read them."""
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from pathlib import Path
 
 from vitheory.artifacts import atomic_path
@@ -33,7 +34,13 @@ class History:
         return found
 
     def write(self, path: str | Path) -> None:
-        with atomic_path(path) as tmp, open(tmp, "w", newline="") as handle:
-            writer = csv.writer(handle, lineterminator="\n")
-            writer.writerow(COLUMNS)
-            writer.writerows(self.rows)
+        write_histories(path, [self])
+
+
+def write_histories(path: str | Path, histories: Sequence[History]) -> None:
+    """One table of the rows of several runs (models, seeds)."""
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(COLUMNS)
+        for history in histories:
+            writer.writerows(history.rows)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
@@ -133,4 +135,70 @@ def sparsify_figure(runs: pd.DataFrame) -> plt.Figure:
            title="Token sparsification")
     ax.invert_xaxis()
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    return fig
+
+
+def _mosaic(gram: np.ndarray, threshold: float) -> np.ndarray:
+    """Row i of a (D, D) similarity drawn as a sqrt(D) x sqrt(D) tile at patch i's place on the grid,
+    tiles one blank pixel apart; values below `threshold` blanked to 0, as in [JSL22] Figure 1."""
+    side = math.isqrt(gram.shape[0])
+    shown = np.where(gram >= threshold, gram, 0.0)
+    mosaic = np.full((side * (side + 1) - 1,) * 2, np.nan)
+    for i in range(gram.shape[0]):
+        row, col = divmod(i, side)
+        mosaic[row * (side + 1):row * (side + 1) + side, col * (side + 1):col * (side + 1) + side] = \
+            shown[i].reshape(side, side)
+    return mosaic
+
+
+def association_maps_figure(initial: np.ndarray, final: np.ndarray, threshold: float, seed: int) -> plt.Figure:
+    """[JSL22] Fig. 1: cosine similarity of the positional encodings, before and after training; the
+    tile at each grid position shows that patch's similarity to every patch."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5.4), layout="constrained")
+    for ax, gram, title in ((axes[0], initial, "at initialisation"), (axes[1], final, "after training")):
+        image = ax.imshow(_mosaic(gram, threshold), cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+        ax.set(title=f"{title} (seed {seed})", xticks=[], yticks=[])
+        ax.grid(False)
+    fig.colorbar(image, ax=axes, shrink=0.8, label=f"cos(p_i, p_j), below {threshold:g} shown as 0")
+    fig.suptitle("Positional-encoding similarity: tile (r, c) is patch (r, c)'s similarity to every patch")
+    return fig
+
+
+ASSOCIATION_LABELS = {"error_rate": "test 0-1 error", "pos_exact": "exact patch association (P Pᵀ)",
+                      "pos_overlap": "mean Top-C overlap (P Pᵀ)"}
+
+
+def spatial_training_figure(history: pd.DataFrame, chance: dict[str, float]) -> plt.Figure:
+    """[JSL22] JSL-1/JSL-2: test error and patch association against gradient-descent step, median
+    over seeds with the full range as a band."""
+    curves = history[history.metric.isin(ASSOCIATION_LABELS)].copy()
+    curves["quantity"] = curves.metric.map(ASSOCIATION_LABELS)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.0), layout="constrained")
+    errors = curves[curves.metric == "error_rate"]
+    sns.lineplot(data=errors, x="step", y="value", estimator="median", errorbar=("pi", 100), ax=axes[0])
+    axes[0].set(xlabel="gradient-descent step", ylabel="test 0-1 error", ylim=(0, None), title="Test error")
+    scores = curves[curves.metric != "error_rate"]
+    sns.lineplot(data=scores, x="step", y="value", hue="quantity", estimator="median", errorbar=("pi", 100),
+                 ax=axes[1])
+    axes[1].axhline(chance["overlap"], color="grey", ls=":", label=f"chance overlap ({chance['overlap']:.2f})")
+    axes[1].set(xlabel="gradient-descent step", ylabel="share of patches", ylim=(0, 1.02),
+                title="Patch association (Definition 2.2)")
+    axes[1].legend(fontsize="small", loc="lower right")
+    fig.suptitle("Positional-attention ViT; median over seeds, band: min to max", fontsize="small")
+    return fig
+
+
+def transfer_figure(runs: pd.DataFrame, target: float) -> plt.Figure:
+    """[JSL22] JSL-4: downstream test error against downstream samples, fine-tuned (positional
+    attention frozen) and from scratch; median over seeds, band min to max; diverged runs left out."""
+    fig, ax = plt.subplots(figsize=(6.8, 4.2))
+    sns.lineplot(data=runs.dropna(subset=["test_error"]), x="n_train", y="test_error", hue="method", marker="o",
+                 estimator="median", errorbar=("pi", 100), ax=ax)
+    ax.axhline(target, color="grey", ls="--", label=f"target error ({target:g})")
+    ax.set(xscale="log", xlabel="downstream training samples n", ylabel="downstream test 0-1 error",
+           title="Transfer to a new feature w' ⟂ w*")
+    ax.xaxis.set_major_formatter(FormatStrFormatter("%d"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xticks(sorted(set(runs.n_train)))
+    ax.legend(fontsize="small")
     return fig

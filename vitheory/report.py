@@ -14,6 +14,7 @@ from vitheory.params import Params
 PAPERS = {
     "LI23": ("Li, Wang, Liu, Chen. A Theoretical Understanding of Shallow Vision Transformers: "
              "Learning, Generalization, and Sample Complexity. ICLR 2023, arXiv 2302.06015."),
+    "JSL22": "Jelassi, Sander, Li. Vision Transformers provably learn spatial structure. NeurIPS 2022, arXiv 2210.09221.",
 }
 PACKAGES = ("torch", "numpy", "safetensors", "dvc", "dvclive", "pandas", "matplotlib", "seaborn")
 
@@ -60,6 +61,35 @@ def regimes(params: Params) -> dict[str, str]:
                  f"examples, noise norms uniform up to {sparse.data.noise_radius} ({sparse.data.noise_dist}), "
                  f"alpha* = {sparse.data.alpha_star}, alpha# = {sparse.data.alpha_confusion}; a kind oracle's "
                  f"keep ratio applies to the tokens of its kind."),
+    } | _jsl_regimes(params)
+
+
+def _jsl_regimes(params: Params) -> dict[str, str]:
+    data, control_data = params.generate.spatial, params.generate.spatial_control
+    spatial, control, transfer = params.spatial, params.control, params.transfer
+    n_sets = data.n_patches // data.set_size
+    data_setting = (
+        f"D = {data.n_patches} patches ({data.partition} sets of C = {data.set_size}, L = {n_sets}), d = {data.dim}, "
+        f"q = {data.q}: q (D - C) = {data.q * (data.n_patches - data.set_size):.3g} random features against C "
+        f"informative ones; sigma^2 = {data.noise_scale}/d; {data.n_train} training examples.")
+    vit_setting = (
+        f" Score form `{spatial.vit.score_form}`, d_p = {spatial.vit.pos_dim}, {spatial.seeds} seeds, "
+        f"{spatial.steps} full-batch gradient-descent steps on the logistic loss, lr {spatial.lr_mixing} on the "
+        f"attention and {spatial.lr_readout} on v.")
+    return {
+        "JSL-1": data_setting + vit_setting,
+        "JSL-2": data_setting + vit_setting + (
+            f" Ablation: score forms {', '.join(spatial.ablation)} at mixing rates "
+            f"{', '.join(f'{lr:g}' for lr in spatial.ablation_lr_mixing)}; their attention-map association is "
+            "listed (a free score matrix has no P)."),
+        "JSL-3": (f"D = {control_data.n_patches} i.i.d. N(0, I) patches in d = {control_data.dim}, teacher of "
+                  f"{control_data.teacher_width} cubic filter(s), one per position in a set of "
+                  f"{control_data.set_size}; vanilla ViT with m = {control.vit.width}, {control.seeds} seeds, "
+                  f"{control.steps} gradient-descent steps, {control_data.n_train} training examples."),
+        "JSL-4": (f"Downstream feature w' orthogonal to w*, same sets; n in {list(transfer.n_train)}, one "
+                  f"pre-trained model per seed; fine-tuning trains a fresh v for {transfer.finetune_steps} steps "
+                  f"at lr {transfer.finetune_lr}; scratch uses the pre-training recipe. A run whose loss "
+                  "diverges counts as error 1."),
     }
 
 
