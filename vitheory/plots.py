@@ -196,7 +196,7 @@ def transfer_figure(runs: pd.DataFrame, target: float) -> plt.Figure:
                  estimator="median", errorbar=("pi", 100), ax=ax)
     ax.axhline(target, color="grey", ls="--", label=f"target error ({target:g})")
     ax.set(xscale="log", xlabel="downstream training samples n", ylabel="downstream test 0-1 error",
-           title="Transfer to a new feature w' ⟂ w*")
+           title="Transfer to a new feature w' orthogonal to w*")
     ax.xaxis.set_major_formatter(FormatStrFormatter("%d"))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xticks(sorted(set(runs.n_train)))
