@@ -12,8 +12,8 @@ from vitheory.params import Params
 
 def main(params: Params, args: argparse.Namespace) -> None:
     cfg, data_cfg = params.control, params.generate.spatial_control
-    train, test = ((lambda t: (t["X"], t["y"]))(spatial.load(args.data, s, spatial.CONTROL_TENSORS))
-                   for s in ("train", "test"))
+    splits = {name: spatial.load(args.data, name, spatial.CONTROL_TENSORS) for name in ("train", "test")}
+    train, test = ((splits[name]["X"], splits[name]["y"]) for name in ("train", "test"))
     sets = spatial.load(args.data, "structure", ("sets", "filters"))["sets"]
     device = resolve_device(params.train.device)
     vit = train_control(cfg, train, test, sets, device)

@@ -63,6 +63,25 @@ BAD_VALUES = [
     ("phase.fit.success_rate", 0.0, "(0, 1]"),
     ("render.dpi", 10, ">= 50"),
     ("render.context", "slides", "one of paper"),
+    # [JSL22]
+    ("generate.spatial.set_size", 5, "a divisor of n_patches (64)"),
+    ("generate.spatial.set_size", 2, "a square whose side divides the grid side (8)"),
+    ("generate.spatial.n_patches", 12, "random: blocks need a square grid"),
+    ("generate.spatial.q", 1.5, "[0, 1]"),
+    ("generate.spatial.q", -0.1, "[0, 1]"),
+    ("generate.spatial.n_patches", 1, ">= 2"),
+    ("generate.spatial.dim", 1, ">= 2"),
+    ("generate.spatial.partition", "stripes", "one of blocks, random"),
+    ("generate.spatial_control.set_size", 3, "a divisor of n_patches (16)"),
+    ("spatial.vit.score_form", "dot", "one of ppt, qk, free"),
+    ("spatial.ablation", ["ppt"], "other than vit.score_form"),
+    ("spatial.ablation", "qk", "a non-empty list of values, each one of ppt, qk, free"),
+    ("spatial.ablation_lr_mixing", [2.0], "one rate per ablation form (2)"),
+    ("spatial.lr_mixing", 0.0, "> 0"),
+    ("control.vit.width", 0, ">= 1"),
+    ("transfer.n_train", [16, 4096], "<= generate.spatial.n_train (2048)"),
+    ("transfer.target_error", 0.0, "(0, 1]"),
+    ("render.association_threshold", 1.5, "in [-1, 1]"),
     # wrong types
     ("generate.li_tokens.n_train", 5.5, "an integer"),
     ("generate.li_tokens.n_train", True, "an integer"),
@@ -132,3 +151,9 @@ def test_command_line_check_exits_2_with_one_line(tmp_path):
     assert run.returncode == 2
     assert run.stderr.count("\n") == 1
     assert "generate.li_tokens.alpha_star = 2.0" in run.stderr
+
+
+def test_a_random_partition_needs_no_square_grid():
+    raw = with_value("generate.spatial.n_patches", 12)
+    raw["generate"]["spatial"]["partition"] = "random"
+    assert parse_params(raw).generate.spatial.n_patches == 12

@@ -90,7 +90,12 @@ TINY = {"generate.li_tokens.n_train": 64, "generate.li_tokens.n_test": 64,
         "train.li_vit.steps": 40, "train.li_vit.log_every": 20, "train.li_vit.model.width": 20,
         "phase.alpha_star": [0.2, 0.4], "phase.n_train": [2, 8], "phase.seeds": 2, "phase.steps": 20,
         "phase.data.n_test": 50, "phase.data.pool_size": 8, "phase.fit.bootstrap": 20,
-        "sparsify.keep_ratio": [0.5], "sparsify.seeds": 2, "sparsify.steps": 20, "sparsify.data.n_test": 50}
+        "sparsify.keep_ratio": [0.5], "sparsify.seeds": 2, "sparsify.steps": 20, "sparsify.data.n_test": 50,
+        "generate.spatial.n_patches": 16, "generate.spatial.dim": 8, "generate.spatial.n_train": 64,
+        "generate.spatial.n_test": 50, "generate.spatial_control.n_train": 64, "generate.spatial_control.n_test": 50,
+        "spatial.seeds": 2, "spatial.steps": 20, "spatial.log_every": 10, "spatial.vit.pos_dim": 8,
+        "spatial.glm.steps": 10, "control.seeds": 2, "control.steps": 10, "control.glm.steps": 10,
+        "transfer.n_train": [8, 16], "transfer.n_test": 50, "transfer.finetune_steps": 10}
 
 
 def _set(params: dict, dotted: str, value) -> None:

@@ -16,9 +16,22 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from vitheory.ensemble import Ensemble, SGDConfig, Stacked, loss_and_error, seeded, train_ensemble
+from vitheory.ensemble import (
+    Ensemble,
+    SGDConfig,
+    Stacked,
+    loss_and_error,
+    seeded,
+    train_ensemble,
+)
 from vitheory.models import patch_builder
-from vitheory.params import ControlParams, GLMParams, PositionalViTParams, SpatialTrainParams, TransferParams
+from vitheory.params import (
+    ControlParams,
+    GLMParams,
+    PositionalViTParams,
+    SpatialTrainParams,
+    TransferParams,
+)
 from vitheory.spatial import association
 
 LogFn = Callable[[int, list[dict[str, float]]], None]
