@@ -1,6 +1,7 @@
 """The pipeline as a user runs it: dvc.yaml's consistency, then dvc itself on a temporary copy."""
 
 import ast
+import itertools
 import json
 import os
 import re
@@ -26,10 +27,12 @@ def _expand(stages: dict) -> dict:
         if "matrix" not in stage:
             expanded[name] = stage
             continue
-        (key, values), = stage["matrix"].items()  # one matrix key is all this pipeline uses
-        for value in values:
+        keys = list(stage["matrix"])
+        for values in itertools.product(*stage["matrix"].values()):
             text = yaml.safe_dump({k: v for k, v in stage.items() if k != "matrix"})
-            expanded[f"{name}@{value}"] = yaml.safe_load(text.replace(f"${{item.{key}}}", str(value)))
+            for key, value in zip(keys, values):
+                text = text.replace(f"${{item.{key}}}", str(value))
+            expanded[f"{name}@{'-'.join(map(str, values))}"] = yaml.safe_load(text)
     return expanded
 
 
@@ -95,7 +98,9 @@ TINY = {"generate.li_tokens.n_train": 64, "generate.li_tokens.n_test": 64,
         "generate.spatial.n_test": 50, "generate.spatial_control.n_train": 64, "generate.spatial_control.n_test": 50,
         "spatial.seeds": 2, "spatial.steps": 20, "spatial.log_every": 10, "spatial.vit.pos_dim": 8,
         "spatial.glm.steps": 10, "control.seeds": 2, "control.steps": 10, "control.glm.steps": 10,
-        "transfer.n_train": [8, 16], "transfer.n_test": 50, "transfer.finetune_steps": 10}
+        "transfer.n_train": [8, 16], "transfer.n_test": 50, "transfer.finetune_steps": 10,
+        "images.train_fraction": 0.1, "real.seeds": 2, "real.epochs": 1,
+        "real.models.vit.width": 16, "real.models.vit_positional.width": 16}
 
 
 def _set(params: dict, dotted: str, value) -> None:

@@ -254,6 +254,71 @@ class TransferParams(Section):
     target_error: float = knob(OPEN_FRACTION)
 
 
+# --- prepare_images, train_real, sparsify_real (JSL-5, JSL-6, LI-5) ----------------------------------
+
+
+@dataclass(frozen=True)
+class ImagesParams(Section):
+    """Which real dataset and how it is split (vitheory.images)."""
+
+    dataset: Literal["digits", "cifar10", "cifar100", "svhn", "imagefolder"] = knob()
+    root: str = knob()  # downloads and image folders live under root/<dataset>/
+    seed: int = knob(NON_NEGATIVE)
+    val_fraction: float = knob(Rule(lambda v: 0 < v < 1, "in (0, 1)"))
+    test_fraction: float = knob(Rule(lambda v: 0 < v < 1, "in (0, 1)"))  # datasets without a test split
+    train_fraction: float = knob(OPEN_FRACTION)  # class-balanced share of the training images used
+
+
+@dataclass(frozen=True)
+class ViTPreset(Section):
+    """vitheory.vision.SmallViT, less the data's shape."""
+
+    patch: int = knob(at_least(1))
+    depth: int = knob(at_least(1))
+    heads: int = knob(at_least(1))
+    width: int = knob(at_least(2))
+    mlp_ratio: int = knob(at_least(1))
+    attention: Literal["vanilla", "positional"] = knob()
+    pool: Literal["cls", "gap"] = knob()
+
+    def relations(self) -> Iterator[Violation]:
+        if self.width % self.heads:
+            yield "heads", self.heads, f"a divisor of width ({self.width})"
+
+
+@dataclass(frozen=True)
+class ResNetPreset(Section):
+    """vitheory.vision.SmallResNet, less the data's shape."""
+
+    widths: tuple[int, ...] = knob(at_least(1))
+    blocks: tuple[int, ...] = knob(at_least(1))
+
+    def relations(self) -> Iterator[Violation]:
+        if len(self.blocks) != len(self.widths):
+            yield "blocks", list(self.blocks), f"one count per stage ({len(self.widths)} widths)"
+
+
+@dataclass(frozen=True)
+class RealModels(Section):
+    vit: ViTPreset = knob()
+    vit_positional: ViTPreset = knob()
+    cnn: ResNetPreset = knob()
+
+
+@dataclass(frozen=True)
+class RealTrainParams(Section):
+    seeds: int = knob(at_least(1))
+    epochs: int = knob(at_least(1))
+    batch_size: int = knob(at_least(1))
+    lr: float = knob(POSITIVE)
+    weight_decay: float = knob(NON_NEGATIVE)
+    shift: int = knob(NON_NEGATIVE)  # random translation, pixels
+    hflip: bool = knob()
+    permutation_seed: int = knob(NON_NEGATIVE)
+    permutation_block: int = knob(at_least(1))  # side of the squares the permutation moves (1: pixels)
+    models: RealModels = knob()
+
+
 # --- phase_diagram (LI-1, LI-2) --------------------------------------------------------------------
 
 
@@ -371,6 +436,8 @@ class Params(Section):
     train: TrainParams = knob()
     phase: PhaseParams = knob()
     sparsify: SparsifyParams = knob()
+    images: ImagesParams = knob()
+    real: RealTrainParams = knob()
     spatial: SpatialTrainParams = knob()
     control: ControlParams = knob()
     transfer: TransferParams = knob()

@@ -1,0 +1,132 @@
+"""Training and evaluating the small image classifiers (vitheory.vision) on real images.
+
+AdamW with a cosine learning-rate schedule, light augmentation (random shifts, optional horizontal
+flips), cross-entropy. A fixed pixel permutation, when given, is applied after augmentation: the
+model only ever sees permuted images ([JSL22] Figure 5).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+from vitheory.errors import TrainingDiverged
+from vitheory.images import Images
+from vitheory.params import RealTrainParams, ResNetPreset, ViTPreset
+from vitheory.vision import SmallResNet, SmallViT
+
+EpochLog = Callable[[int, dict[str, float]], None]
+
+
+@dataclass(frozen=True)
+class Normalizer:
+    """Per-channel mean and standard deviation of the training images (0..255 scale)."""
+
+    mean: torch.Tensor
+    std: torch.Tensor
+
+    @staticmethod
+    def fit(train: Images) -> Normalizer:
+        pixels = train.X.double().flatten(0, 2)  # (N*H*W, C)
+        return Normalizer(pixels.mean(0).float(), pixels.std(0).clamp_min(1e-3).float())
+
+    def __call__(self, images: Images) -> torch.Tensor:
+        """(N, C, H, W) float images."""
+        return ((images.X.float() - self.mean) / self.std).permute(0, 3, 1, 2).contiguous()
+
+
+def pixel_permutation(height: int, width: int, block: int, seed: int) -> torch.Tensor:
+    """One fixed permutation of the H*W pixel positions (row-major) that moves whole block x block
+    squares (block 1: single pixels): a ViT with patches of that size sees its tokens shuffled, intact."""
+    rows, cols = height // block, width // block
+    order = torch.randperm(rows * cols, generator=torch.Generator().manual_seed(seed))
+    source_row, source_col = order // cols, order % cols  # the block that lands at each block position
+    pixel = torch.arange(height * width).reshape(height, width)
+    blocks = pixel.reshape(rows, block, cols, block).permute(0, 2, 1, 3)  # (rows, cols, block, block)
+    moved = blocks[source_row, source_col].reshape(rows, cols, block, block)
+    return moved.permute(0, 2, 1, 3).reshape(-1)
+
+
+def permute_pixels(x: torch.Tensor, permutation: torch.Tensor | None) -> torch.Tensor:
+    """Move pixel permutation[i] to position i, every channel alike; x (B, C, H, W)."""
+    if permutation is None:
+        return x
+    b, c, h, w = x.shape
+    return x.flatten(2)[..., permutation.to(x.device)].reshape(b, c, h, w)
+
+
+def augment(x: torch.Tensor, shift: int, hflip: bool, generator: torch.Generator) -> torch.Tensor:
+    """Random translation by up to `shift` pixels (zero padding) and, optionally, horizontal flips."""
+    b, _, h, w = x.shape
+    if shift:
+        padded = F.pad(x, (shift,) * 4)
+        dy, dx = (torch.randint(0, 2 * shift + 1, (b,), generator=generator) for _ in range(2))
+        rows = (dy[:, None] + torch.arange(h)[None]).to(x.device)  # (B, H)
+        cols = (dx[:, None] + torch.arange(w)[None]).to(x.device)
+        batch = torch.arange(b, device=x.device)[:, None, None]
+        x = padded.permute(0, 2, 3, 1)[batch, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2)
+    if hflip:
+        flip = (torch.rand(b, generator=generator) < 0.5).to(x.device)
+        x = torch.where(flip[:, None, None, None], x.flip(-1), x)
+    return x
+
+
+def build_model(preset: ViTPreset | ResNetPreset, image_size: int, channels: int, n_classes: int) -> nn.Module:
+    if isinstance(preset, ViTPreset):
+        return SmallViT(image_size=image_size, channels=channels, n_classes=n_classes, patch=preset.patch,
+                        depth=preset.depth, heads=preset.heads, width=preset.width, mlp_ratio=preset.mlp_ratio,
+                        attention=preset.attention, pool=preset.pool)
+    return SmallResNet(channels=channels, n_classes=n_classes, widths=list(preset.widths), blocks=list(preset.blocks))
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 512,
+             **forward: torch.Tensor) -> dict[str, float]:
+    """Cross-entropy and accuracy of `model` on normalised images x; `forward` keywords are sliced
+    with the batch (e.g. keep=...)."""
+    model.eval()
+    loss, correct = 0.0, 0
+    for start in range(0, len(y), batch_size):
+        part = slice(start, start + batch_size)
+        logits = model(x[part], **{k: v[part] for k, v in forward.items()})
+        loss += F.cross_entropy(logits, y[part], reduction="sum").item()
+        correct += (logits.argmax(-1) == y[part]).sum().item()
+    return {"loss": loss / len(y), "accuracy": correct / len(y)}
+
+
+def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams, *, epochs: int, seed: int,
+        permutation: torch.Tensor | None = None, token_keep: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        on_epoch: Callable[[int], None] | None = None, progress: bool = True, desc: str = "train") -> None:
+    """Train in place for `epochs` on normalised images x (already on the model's device).
+
+    `token_keep(batch) -> (B, k)` trains with sparsified tokens (the model must accept `keep`).
+    Raises TrainingDiverged when the loss becomes non-finite.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    steps_per_epoch = math.ceil(len(y) / cfg.batch_size)
+    total = epochs * steps_per_epoch
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.5 * (1 + math.cos(math.pi * step / total)))
+    for epoch in tqdm(range(1, epochs + 1), desc=desc, disable=not progress, mininterval=1.0):
+        model.train()
+        order = torch.randperm(len(y), generator=generator).to(x.device)
+        for start in range(0, len(y), cfg.batch_size):
+            index = order[start:start + cfg.batch_size]
+            batch = permute_pixels(augment(x[index], cfg.shift, cfg.hflip, generator), permutation)
+            keep = {"keep": token_keep(batch)} if token_keep else {}
+            loss = F.cross_entropy(model(batch, **keep), y[index])
+            if not torch.isfinite(loss):
+                raise TrainingDiverged(f"training loss became {loss.item()} in epoch {epoch}: lower real.lr "
+                                       f"(now {cfg.lr})")
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+        if on_epoch:
+            on_epoch(epoch)
