@@ -13,9 +13,10 @@ from vitheory.report import render_report
 def main(params: Params, args: argparse.Namespace) -> None:
     reports = Path(args.reports)
     records = evaluate_all(reports)
-    devices = {stage: read_json(reports / "metrics" / f"{name}.json", stage)["device"]
-               for stage, name in (("train_li_vit", "li_vit"), ("train_spatial", "spatial"), ("control", "control"),
-                                   ("transfer", "transfer"))}
+    sources = {"train_li_vit": "metrics/li_vit.json", "train_spatial": "metrics/spatial.json",
+               "control": "metrics/control.json", "transfer": "metrics/transfer.json",
+               "train_real@vit-natural": "real/vit_natural.json", "sparsify_real": "metrics/sparsify_real.json"}
+    devices = {stage: read_json(reports / path, stage)["device"] for stage, path in sources.items()}
     write_json(reports / "claims.json", {"claims": records})
     with atomic_path(reports / "REPORT.md") as tmp:
         tmp.write_text(render_report(records, params, DEFAULT_PATH.read_text(), devices))

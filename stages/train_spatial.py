@@ -5,6 +5,7 @@ import argparse
 from dataclasses import asdict, replace
 from pathlib import Path
 
+import numpy as np
 import torch
 from dvclive import Live
 
@@ -16,12 +17,6 @@ from vitheory.ensemble import resolve_device
 from vitheory.history import History, write_histories
 from vitheory.jsl import best_linear_error, summarize, train_glm, train_positional
 from vitheory.params import Params
-
-
-def cosine_gram(P: torch.Tensor) -> torch.Tensor:
-    """P P^T normalised to [-1, 1] (cosine similarity of the positional encodings), as in Figure 1."""
-    unit = P / P.norm(dim=1, keepdim=True)
-    return unit @ unit.T
 
 
 def main(params: Params, args: argparse.Namespace) -> None:
@@ -58,8 +53,8 @@ def main(params: Params, args: argparse.Namespace) -> None:
             save_checkpoint(tmp / "vit" / f"seed_{seed}", vit.models[seed], meta | {"seed": seed})
             save_checkpoint(tmp / "glm" / f"seed_{seed}", glm.models[seed], meta | {"seed": seed})
         write_tensors(tmp / "gram.safetensors", {
-            "initial": torch.stack([cosine_gram(m.P.detach()) for m in vit.initial]),
-            "final": torch.stack([cosine_gram(m.P.detach()) for m in vit.models]),
+            "initial": torch.tensor(np.stack([spatial.cosine_similarity(m.P) for m in vit.initial])),
+            "final": torch.tensor(np.stack([spatial.cosine_similarity(m.P) for m in vit.models])),
             "sets": sets,
         })
     write_histories(args.history, list(histories.values()))

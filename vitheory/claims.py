@@ -150,6 +150,42 @@ def _measure_jsl4(reports: Path) -> dict[str, float | None]:
             "finetune_over_scratch": ratio, "diverged_runs": metrics["diverged_runs"]}
 
 
+def _real(reports: Path, model: str, pixels: str) -> dict[str, Any]:
+    return read_json(reports / "real" / f"{model}_{pixels}.json", f"train_real@{model}-{pixels}")
+
+
+def _measure_jsl5(reports: Path) -> dict[str, float]:
+    accuracy = {f"{model}_{pixels}": _real(reports, model, pixels)["test_accuracy_mean"]
+                for model in ("vit", "cnn") for pixels in ("natural", "permuted")}
+    vit_loss = accuracy["vit_natural"] - accuracy["vit_permuted"]
+    cnn_loss = accuracy["cnn_natural"] - accuracy["cnn_permuted"]
+    return {"vit_natural": accuracy["vit_natural"], "vit_permuted": accuracy["vit_permuted"],
+            "cnn_natural": accuracy["cnn_natural"], "cnn_permuted": accuracy["cnn_permuted"],
+            "vit_loss": vit_loss, "cnn_loss": cnn_loss, "cnn_loss_minus_vit_loss": cnn_loss - vit_loss}
+
+
+def _measure_jsl6(reports: Path) -> dict[str, float]:
+    vanilla, positional = _real(reports, "vit", "natural"), _real(reports, "vit_positional", "natural")
+    return {"vanilla_mean": vanilla["test_accuracy_mean"], "vanilla_std": vanilla["test_accuracy_std"],
+            "positional_mean": positional["test_accuracy_mean"], "positional_std": positional["test_accuracy_std"],
+            "positional_minus_vanilla": positional["test_accuracy_mean"] - vanilla["test_accuracy_mean"]}
+
+
+def _measure_li5(reports: Path) -> dict[str, float]:
+    metrics = read_json(reports / "metrics" / "sparsify_real.json", "sparsify_real")
+    full = metrics["full_accuracy"]
+    measured = {"full_accuracy": full, "kept_tokens": metrics["half"], "patch_tokens": metrics["patches"]}
+    for stage in ("finetuned", "inference"):
+        attention, random = metrics[f"{stage}_attention_half_accuracy"], metrics[f"{stage}_random_half_accuracy"]
+        measured |= {f"{stage}_attention": attention, f"{stage}_random": random,
+                     f"{stage}_lowest": metrics[f"{stage}_lowest_half_accuracy"],
+                     f"{stage}_attention_loss": full - attention, f"{stage}_attention_minus_random": attention - random}
+    for experiment in ("spurious_removed", "spurious_decorrelated"):
+        measured |= {f"{experiment}_all": metrics[f"{experiment}_all_accuracy"],
+                     f"{experiment}_attention_half": metrics[f"{experiment}_attention_half_accuracy"]}
+    return measured
+
+
 CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="LI-1",
@@ -201,6 +237,19 @@ CLAIMS: tuple[Claim, ...] = (
         measure=_measure_li4,
     ),
     Claim(
+        id="LI-5",
+        paper="LI23",
+        statement=("Token sparsification guided by attention keeps the accuracy of a deeper ViT on real images, "
+                   "also on images with an injected spurious patch."),
+        metric=("test accuracy of the trained ViT keeping half its patch tokens, the most attended (mean "
+                "attention from the class token over heads and layers), after a short fine-tune on them, against "
+                "all tokens and against random halves; mean over seeds"),
+        criteria=(Criterion("finetuned_attention_loss", "<=", 0.02),
+                  Criterion("finetuned_attention_minus_random", ">", 0.0)),
+        evidence=("figures/sparsify_real.png", "sparsify_real/runs.csv", "metrics/sparsify_real.json"),
+        measure=_measure_li5,
+    ),
+    Claim(
         id="JSL-1",
         paper="JSL22",
         statement=("The positional-attention ViT trained by gradient descent reaches small test error on the "
@@ -244,6 +293,25 @@ CLAIMS: tuple[Claim, ...] = (
         criteria=(Criterion("finetune_reaches_target", ">=", 1.0), Criterion("finetune_over_scratch", "<=", 0.25)),
         evidence=("figures/transfer.png", "transfer/runs.csv", "metrics/transfer.json"),
         measure=_measure_jsl4,
+    ),
+    Claim(
+        id="JSL-5",
+        paper="JSL22",
+        statement=("Under one fixed permutation of the image, a ViT keeps its accuracy and learns the permuted "
+                   "structure, while a CNN loses accuracy."),
+        metric="mean test accuracy over seeds on natural and on permuted images, ViT and CNN",
+        criteria=(Criterion("vit_loss", "<=", 0.03), Criterion("cnn_loss_minus_vit_loss", ">", 0.0)),
+        evidence=("figures/real_accuracy.png", "figures/real_positional_maps.png"),
+        measure=_measure_jsl5,
+    ),
+    Claim(
+        id="JSL-6",
+        paper="JSL22",
+        statement="A ViT whose attention depends only on positions is competitive with the vanilla ViT on real images.",
+        metric="mean test accuracy over seeds of the positional-attention and the vanilla ViT, natural images",
+        criteria=(Criterion("positional_minus_vanilla", ">=", -0.03),),
+        evidence=("figures/real_accuracy.png",),
+        measure=_measure_jsl6,
     ),
 )
 

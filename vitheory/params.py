@@ -319,6 +319,21 @@ class RealTrainParams(Section):
     models: RealModels = knob()
 
 
+@dataclass(frozen=True)
+class SpuriousParams(Section):
+    correlation: float = knob(FRACTION)  # share of training images whose marker is their own class's
+    epochs: int = knob(at_least(1))
+    seed: int = knob(NON_NEGATIVE)  # marker positions and which images carry their own class's
+
+
+@dataclass(frozen=True)
+class SparsifyRealParams(Section):
+    keep_tokens: tuple[int, ...] = knob(at_least(1))  # tokens kept of the ViT's patches
+    finetune_epochs: int = knob(at_least(1))
+    finetune_lr: float = knob(POSITIVE)
+    spurious: SpuriousParams = knob()
+
+
 # --- phase_diagram (LI-1, LI-2) --------------------------------------------------------------------
 
 
@@ -438,6 +453,7 @@ class Params(Section):
     sparsify: SparsifyParams = knob()
     images: ImagesParams = knob()
     real: RealTrainParams = knob()
+    sparsify_real: SparsifyRealParams = knob()
     spatial: SpatialTrainParams = knob()
     control: ControlParams = knob()
     transfer: TransferParams = knob()

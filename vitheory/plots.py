@@ -151,16 +151,17 @@ def _mosaic(gram: np.ndarray, threshold: float) -> np.ndarray:
     return mosaic
 
 
-def association_maps_figure(initial: np.ndarray, final: np.ndarray, threshold: float, seed: int) -> plt.Figure:
-    """[JSL22] Fig. 1: cosine similarity of the positional encodings, before and after training; the
-    tile at each grid position shows that patch's similarity to every patch."""
-    fig, axes = plt.subplots(1, 2, figsize=(11, 5.4), layout="constrained")
-    for ax, gram, title in ((axes[0], initial, "at initialisation"), (axes[1], final, "after training")):
+def similarity_maps_figure(panels: list[tuple[str, np.ndarray]], threshold: float, title: str) -> plt.Figure:
+    """Positional-encoding similarity maps side by side, as in [JSL22] Figure 1: the tile at each grid
+    position shows that patch's cosine similarity to every patch."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 5.4), layout="constrained", squeeze=False)
+    for ax, (panel_title, gram) in zip(axes[0], panels):
         image = ax.imshow(_mosaic(gram, threshold), cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
-        ax.set(title=f"{title} (seed {seed})", xticks=[], yticks=[])
+        ax.set(title=panel_title, xticks=[], yticks=[])
         ax.grid(False)
-    fig.colorbar(image, ax=axes, shrink=0.8, label=f"cos(p_i, p_j), below {threshold:g} shown as 0")
-    fig.suptitle("Positional-encoding similarity: tile (r, c) is patch (r, c)'s similarity to every patch")
+    blanked = f", below {threshold:g} shown as 0" if threshold > -1 else ""
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label=f"cos(p_i, p_j){blanked}")
+    fig.suptitle(title)
     return fig
 
 
@@ -201,4 +202,39 @@ def transfer_figure(runs: pd.DataFrame, target: float) -> plt.Figure:
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xticks(sorted(set(runs.n_train)))
     ax.legend(fontsize="small")
+    return fig
+
+
+def real_accuracy_figure(runs: pd.DataFrame) -> plt.Figure:
+    """[JSL22] JSL-5, JSL-6: test accuracy per model on natural and permuted images, one dot per seed."""
+    fig, ax = plt.subplots(figsize=(7.0, 4.0))
+    sns.barplot(data=runs, x="model", y="test_accuracy", hue="pixels", errorbar=None, alpha=0.5, ax=ax)
+    sns.stripplot(data=runs, x="model", y="test_accuracy", hue="pixels", dodge=True, legend=False, ax=ax,
+                  color="black", size=4)
+    low = max(0.0, runs.test_accuracy.min() - 0.1)
+    ax.set(ylim=(low, 1.0), xlabel="", ylabel="test accuracy", title="Natural vs permuted images (dots: seeds)")
+    ax.legend(title="pixels", fontsize="small", loc="lower right")
+    return fig
+
+
+def sparsify_real_figure(runs: pd.DataFrame) -> plt.Figure:
+    """[LI23] LI-5: test accuracy against kept tokens per strategy, at inference and after fine-tuning
+    (mean over seeds, band min to max), and the spurious-patch test."""
+    natural = runs[runs.experiment == "natural"]
+    full = natural[natural.strategy == "all"].test_accuracy
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), layout="constrained")
+    for ax, finetuned, title in ((axes[0], 0, "at inference"), (axes[1], 1, "after a short fine-tune")):
+        part = natural[(natural.strategy != "all") & (natural.finetuned == finetuned)]
+        ax.axhspan(full.min(), full.max(), color="grey", alpha=0.15)
+        ax.axhline(full.mean(), color="grey", ls="--", label="all tokens")
+        sns.lineplot(data=part, x="kept_tokens", y="test_accuracy", hue="strategy", marker="o",
+                     errorbar=("pi", 100), ax=ax)
+        ax.set(xlabel="patch tokens kept", ylabel="test accuracy", ylim=(0, 1.02), title=title)
+        ax.legend(fontsize="small", loc="lower right")
+    spurious = runs[runs.experiment != "natural"].copy()
+    spurious["tokens"] = spurious.strategy.map({"all": "all", "attention": "most attended half"})
+    sns.barplot(data=spurious, x="experiment", y="test_accuracy", hue="tokens", errorbar=("pi", 100), ax=axes[2])
+    axes[2].set(xlabel="", ylabel="test accuracy", ylim=(0, 1.02),
+                title="ViT trained with a class-correlated marker patch")
+    axes[2].set_xticks(axes[2].get_xticks(), ["marker removed", "marker decorrelated"])
     return fig

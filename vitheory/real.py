@@ -53,6 +53,18 @@ def pixel_permutation(height: int, width: int, block: int, seed: int) -> torch.T
     return moved.permute(0, 2, 1, 3).reshape(-1)
 
 
+def patch_order(permutation: torch.Tensor, image_size: int, patch: int) -> torch.Tensor | None:
+    """For a pixel permutation that moves whole patch x patch squares: the natural patch index shown
+    at each patch position of a permuted image (row-major); None when it splits patches."""
+    grid = image_size // patch
+    pixels = permutation.reshape(grid, patch, grid, patch).permute(0, 2, 1, 3).reshape(grid * grid, patch * patch)
+    rows, cols = pixels // image_size, pixels % image_size
+    source = (rows // patch) * grid + cols // patch  # (patches, pixels per patch): each pixel's natural patch
+    if not (source == source[:, :1]).all():
+        return None
+    return source[:, 0]
+
+
 def permute_pixels(x: torch.Tensor, permutation: torch.Tensor | None) -> torch.Tensor:
     """Move pixel permutation[i] to position i, every channel alike; x (B, C, H, W)."""
     if permutation is None:

@@ -61,7 +61,26 @@ def regimes(params: Params) -> dict[str, str]:
                  f"examples, noise norms uniform up to {sparse.data.noise_radius} ({sparse.data.noise_dist}), "
                  f"alpha* = {sparse.data.alpha_star}, alpha# = {sparse.data.alpha_confusion}; a kind oracle's "
                  f"keep ratio applies to the tokens of its kind."),
-    } | _jsl_regimes(params)
+    } | _jsl_regimes(params) | _real_regimes(params)
+
+
+def _real_regimes(params: Params) -> dict[str, str]:
+    data, real, sparse = params.images, params.real, params.sparsify_real
+    vit = real.models.vit
+    training = (f"Dataset `{data.dataset}` (train fraction {data.train_fraction}, val {data.val_fraction}); "
+                f"ViT: patch {vit.patch}, depth {vit.depth}, {vit.heads} heads, width {vit.width}, {vit.pool} "
+                f"pooling; CNN: widths {list(real.models.cnn.widths)}, blocks {list(real.models.cnn.blocks)}; "
+                f"AdamW lr {real.lr}, weight decay {real.weight_decay}, cosine schedule, {real.epochs} epochs, "
+                f"batch {real.batch_size}, shifts up to {real.shift} px; {real.seeds} seeds.")
+    return {
+        "JSL-5": training + (f" One fixed permutation (seed {real.permutation_seed}) moving "
+                             f"{real.permutation_block} x {real.permutation_block} squares of pixels."),
+        "JSL-6": training,
+        "LI-5": training + (f" Kept tokens {list(sparse.keep_tokens)} and half; fine-tune {sparse.finetune_epochs} "
+                            f"epochs at lr {sparse.finetune_lr}; spurious marker: a class-specific patch set to "
+                            f"the brightest value on a share {sparse.spurious.correlation} of training images "
+                            f"({sparse.spurious.epochs} epochs)."),
+    }
 
 
 def _jsl_regimes(params: Params) -> dict[str, str]:

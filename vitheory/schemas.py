@@ -4,6 +4,7 @@ the long-form tables, and how alpha*-keyed metrics are read back."""
 HISTORY = ("model", "seed", "step", "split", "metric", "value")
 PHASE_RUNS = ("model", "alpha_star", "n_train", "seed", "test_error", "steps_to_zero_train_error", "success")
 SPARSIFY_RUNS = ("strategy", "keep_ratio", "kept_tokens", "seed", "test_loss", "test_error")
+SPARSIFY_REAL_RUNS = ("experiment", "strategy", "kept_tokens", "seed", "finetuned", "test_accuracy")
 TRANSFER_RUNS = ("method", "n_train", "seed", "test_error", "diverged")
 
 

@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from vitheory.artifacts import read_json, read_tensors, write_json, write_tensors
@@ -157,3 +158,9 @@ def chance_association(n_patches: int, set_size: int) -> dict[str, float]:
     exact = 1 / math.comb(others, mates)
     overlap = (1 + mates * mates / others) / set_size
     return {"exact": exact, "overlap": overlap}
+
+
+def cosine_similarity(P: torch.Tensor) -> np.ndarray:
+    """(D, D) cosine similarity of the rows of P (positional encodings), as the figures draw it."""
+    unit = P.detach() / P.detach().norm(dim=1, keepdim=True)
+    return (unit @ unit.T).numpy()

@@ -1,0 +1,79 @@
+"""Stage `sparsify_real`: attention-guided token sparsification of the trained ViT on real images, and
+the spurious-patch test (claim LI-5)."""
+
+import argparse
+import csv
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+from vitheory import images
+from vitheory.artifacts import atomic_path, write_json
+from vitheory.checkpoint import load_checkpoint
+from vitheory.cli import run_stage
+from vitheory.ensemble import resolve_device
+from vitheory.errors import ParamsError
+from vitheory.params import Params
+from vitheory.real import Normalizer, build_model, evaluate
+from vitheory.real_sparsify import STRATEGIES, finetune_sparsified, sparsified_accuracy, spurious_runs
+from vitheory.schemas import SPARSIFY_REAL_RUNS
+
+
+def main(params: Params, args: argparse.Namespace) -> None:
+    cfg, real = params.sparsify_real, params.real
+    splits = {name: images.load_prepared(args.data, name) for name in ("train", "test")}
+    meta = images.load_prepared_meta(args.data)
+    height, _, channels = meta["image_shape"]
+    device = resolve_device(params.train.device)
+    normalize = Normalizer.fit(splits["train"])
+    x = {name: normalize(part).to(device) for name, part in splits.items()}
+    y = {name: part.y.to(device) for name, part in splits.items()}
+    finetune_cfg = replace(real, lr=cfg.finetune_lr)
+    models = [load_checkpoint(Path(args.models) / f"seed_{seed}", "train_real@vit-natural", device.type)
+              for seed in range(real.seeds)]
+    patches = models[0].n_patches
+    if max(cfg.keep_tokens) > patches:
+        raise ParamsError(f"sparsify_real.keep_tokens = {list(cfg.keep_tokens)} is not allowed: must be <= the "
+                          f"ViT's {patches} patch tokens (every element)")
+    half = patches // 2
+    rows = []
+    for seed, model in enumerate(models):
+        rows.append(("natural", "all", patches, seed, 0, evaluate(model, x["test"], y["test"])["accuracy"]))
+        for k in sorted(set(cfg.keep_tokens) | {half}, reverse=True):  # half: the claim's point
+            for strategy in STRATEGIES:
+                rows.append(("natural", strategy, k, seed, 0,
+                             sparsified_accuracy(model, model, x["test"], y["test"], k, strategy, seed)))
+                tuned = finetune_sparsified(model, x["train"], y["train"], finetune_cfg, k=k, strategy=strategy,
+                                            epochs=cfg.finetune_epochs, seed=seed)
+                rows.append(("natural", strategy, k, seed, 1,
+                             sparsified_accuracy(tuned, model, x["test"], y["test"], k, strategy, seed)))
+    rows += spurious_runs(lambda: build_model(real.models.vit, height, channels, len(meta["classes"])), x, y, real,
+                          seeds=real.seeds, epochs=cfg.spurious.epochs, correlation=cfg.spurious.correlation,
+                          keep=half, marker_value=float(x["train"].max()), marker_seed=cfg.spurious.seed,
+                          n_classes=len(meta["classes"]))
+    with atomic_path(args.out) as tmp, open(tmp, "w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(SPARSIFY_REAL_RUNS)
+        writer.writerows(rows)
+
+    def mean(experiment: str, strategy: str, kept: int, finetuned: int) -> float:
+        return statistics.mean(r[-1] for r in rows if r[:3] == (experiment, strategy, kept) and r[4] == finetuned)
+
+    summary = {"device": device.type, "patches": patches, "half": half,
+               "full_accuracy": mean("natural", "all", patches, 0)}
+    for finetuned, label in ((0, "inference"), (1, "finetuned")):
+        for strategy in STRATEGIES:
+            summary[f"{label}_{strategy}_half_accuracy"] = mean("natural", strategy, half, finetuned)
+    for experiment in ("spurious_removed", "spurious_decorrelated"):
+        summary[f"{experiment}_all_accuracy"] = mean(experiment, "all", patches, 0)
+        summary[f"{experiment}_attention_half_accuracy"] = mean(experiment, "attention", half, 0)
+    write_json(args.metrics, summary)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data", required=True, help="folder written by prepare_images")
+    parser.add_argument("--models", required=True, help="checkpoints of the natural-image ViT (seed_<s>/)")
+    parser.add_argument("--out", required=True, help="long-form CSV of the runs")
+    parser.add_argument("--metrics", required=True, help="summary metrics JSON to write")
+    run_stage(main, parser)
