@@ -100,7 +100,8 @@ TINY = {"generate.li_tokens.n_train": 64, "generate.li_tokens.n_test": 64,
         "spatial.glm.steps": 10, "control.seeds": 2, "control.steps": 10, "control.glm.steps": 10,
         "transfer.n_train": [8, 16], "transfer.n_test": 50, "transfer.finetune_steps": 10,
         "images.train_fraction": 0.1, "real.seeds": 2, "real.epochs": 1,
-        "real.models.vit.width": 16, "real.models.vit_positional.width": 16}
+        "real.models.vit.width": 16, "real.models.vit_positional.width": 16,
+        "sparsify_real.finetune_epochs": 1, "sparsify_real.spurious.epochs": 1}
 
 
 def _set(params: dict, dotted: str, value) -> None:
