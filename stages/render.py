@@ -55,7 +55,8 @@ def main(params: Params, args: argparse.Namespace) -> None:
 
     gram = read_tensors(args.gram, "train_spatial", ("initial", "final"))
     plots.save_figure(plots.similarity_maps_figure(
-        [("at initialisation (seed 0)", gram["initial"][0].numpy()), ("after training (seed 0)", gram["final"][0].numpy())],
+        [("at initialisation (seed 0)", gram["initial"][0].numpy()),
+         ("after training (seed 0)", gram["final"][0].numpy())],
         cfg.association_threshold, "[JSL22] positional-encoding similarity: tile (r, c) is patch (r, c)'s similarity "
                                    "to every patch"), figures / "spatial_association.png", cfg.dpi)
     spatial_history = plots.read_table(args.spatial_history, schemas.HISTORY, "train_spatial")

@@ -105,7 +105,8 @@ def test_image_folder_of_pngs(tmp_path):
 
 def test_absent_and_offline_names_the_dataset_the_place_and_the_source(tmp_path):
     with pytest.raises(DatasetUnavailable) as err:
-        images.load_dataset("cifar10", tmp_path, {"cifar10": (Source(UNREACHABLE, "cifar-10-binary.tar.gz", "0" * 32),)})
+        images.load_dataset("cifar10", tmp_path,
+                            {"cifar10": (Source(UNREACHABLE, "cifar-10-binary.tar.gz", "0" * 32),)})
     message = str(err.value)
     assert "\n" not in message
     assert message.startswith("cifar10: ")

@@ -157,3 +157,21 @@ def test_a_random_partition_needs_no_square_grid():
     raw = with_value("generate.spatial.n_patches", 12)
     raw["generate"]["spatial"]["partition"] = "random"
     assert parse_params(raw).generate.spatial.n_patches == 12
+
+
+def test_a_preset_is_validated_before_params_yaml_is_rewritten(tmp_path):
+    from vitheory.preset import apply
+
+    params = tmp_path / "params.yaml"
+    params.write_text((ROOT / "params.yaml").read_text())
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("real:\n  models:\n    vit: {heads: 5}\n")  # 5 does not divide the width 64
+    with pytest.raises(ParamsError, match="heads = 5"):
+        apply(bad, params)
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("real:\n  epochz: 3\n")
+    with pytest.raises(ParamsError, match="real.epochz is not in params.yaml"):
+        apply(unknown, params)
+    assert params.read_text() == (ROOT / "params.yaml").read_text()
+    apply(ROOT / "presets/paper.yaml", params)
+    assert load_params(params).images.dataset == "cifar10"

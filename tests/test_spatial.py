@@ -68,7 +68,8 @@ def test_block_sets_are_contiguous_squares_and_a_random_partition_covers_every_p
 
 
 def test_generation_is_deterministic():
-    first, second = spatial.generate(replace(DATA, n_train=8, n_test=8)), spatial.generate(replace(DATA, n_train=8, n_test=8))
+    small = replace(DATA, n_train=8, n_test=8)
+    first, second = spatial.generate(small), spatial.generate(small)
     assert torch.equal(first[1].X, second[1].X) and torch.equal(first[0]["sets"], second[0]["sets"])
 
 

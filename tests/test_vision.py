@@ -4,37 +4,56 @@ from dataclasses import replace
 
 import pytest
 import torch
+import yaml
 from conftest import ROOT
 
 from vitheory import images
 from vitheory.checkpoint import load_checkpoint, save_checkpoint
-from vitheory.params import load_params
-from vitheory.real import Normalizer, augment, build_model, evaluate, fit, patch_order, permute_pixels, pixel_permutation
+from vitheory.params import load_params, parse_params
+from vitheory.preset import merge
+from vitheory.real import (
+    Normalizer,
+    augment,
+    build_model,
+    evaluate,
+    fit,
+    patch_order,
+    permute_pixels,
+    pixel_permutation,
+)
 from vitheory.real_sparsify import add_marker, choose, marker_classes, marker_positions, token_scores
 from vitheory.vision import SmallViT, patchify
 
 PARAMS = load_params(ROOT / "params.yaml")
+PAPER = parse_params(merge(yaml.safe_load((ROOT / "params.yaml").read_text()),
+                           yaml.safe_load((ROOT / "presets/paper.yaml").read_text())))
 PRESETS = {"vit": PARAMS.real.models.vit, "vit_positional": PARAMS.real.models.vit_positional,
-           "cnn": PARAMS.real.models.cnn, "vit_depth1_gap": replace(PARAMS.real.models.vit, depth=1, pool="gap")}
-# parameter counts on 8 x 8 x 1 images, 10 classes: a change of architecture has to change these
-PARAMETER_COUNTS = {"vit": 69194, "vit_positional": 69194, "cnn": 19706, "vit_depth1_gap": 35594}
+           "cnn": PARAMS.real.models.cnn, "vit_depth1_gap": replace(PARAMS.real.models.vit, depth=1, pool="gap"),
+           "paper_vit": PAPER.real.models.vit, "paper_vit_positional": PAPER.real.models.vit_positional,
+           "paper_cnn": PAPER.real.models.cnn}
+# parameter counts (8 x 8 x 1 digits; 32 x 32 x 3 for the paper preset; 10 classes): an architecture
+# change has to change these
+PARAMETER_COUNTS = {"vit": 69194, "vit_positional": 69194, "cnn": 19706, "vit_depth1_gap": 35594,
+                    "paper_vit": 1806538, "paper_vit_positional": 1806538, "paper_cnn": 2777674}
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_every_preset_runs_forward_and_backward_with_its_pinned_size(name):
     torch.manual_seed(0)
-    model = build_model(PRESETS[name], 8, 1, 10)
+    size, channels = (32, 3) if name.startswith("paper") else (8, 1)
+    model = build_model(PRESETS[name], size, channels, 10)
     assert sum(p.numel() for p in model.parameters()) == PARAMETER_COUNTS[name]
-    logits, extras = model(torch.randn(4, 1, 8, 8), return_features=True)
+    logits, extras = model(torch.randn(4, channels, size, size), return_features=True)
     assert logits.shape == (4, 10)
     logits.logsumexp(-1).sum().backward()
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters() if p.requires_grad)
     kinds = [kind for kind, _ in extras["features"]]
-    if name == "cnn":
+    if name.endswith("cnn"):
         assert kinds == ["conv"] * sum(PRESETS[name].blocks)
     else:
         assert kinds == ["msa", "mlp"] * PRESETS[name].depth
-        assert all(f.shape == (4, 16, PRESETS[name].width) for _, f in extras["features"])  # class token dropped
+        tokens = (size // PRESETS[name].patch) ** 2
+        assert all(f.shape == (4, tokens, PRESETS[name].width) for _, f in extras["features"])  # no class token
         assert len(extras["attention"]) == PRESETS[name].depth
 
 

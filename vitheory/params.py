@@ -222,7 +222,8 @@ class SpatialTrainParams(Section):
         if self.vit.score_form in self.ablation:
             yield "ablation", list(self.ablation), f"score forms other than vit.score_form ({self.vit.score_form})"
         if len(self.ablation_lr_mixing) != len(self.ablation):
-            yield "ablation_lr_mixing", list(self.ablation_lr_mixing), f"one rate per ablation form ({len(self.ablation)})"
+            yield ("ablation_lr_mixing", list(self.ablation_lr_mixing),
+                   f"one rate per ablation form ({len(self.ablation)})")
 
 
 @dataclass(frozen=True)

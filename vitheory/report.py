@@ -14,7 +14,8 @@ from vitheory.params import Params
 PAPERS = {
     "LI23": ("Li, Wang, Liu, Chen. A Theoretical Understanding of Shallow Vision Transformers: "
              "Learning, Generalization, and Sample Complexity. ICLR 2023, arXiv 2302.06015."),
-    "JSL22": "Jelassi, Sander, Li. Vision Transformers provably learn spatial structure. NeurIPS 2022, arXiv 2210.09221.",
+    "JSL22": ("Jelassi, Sander, Li. Vision Transformers provably learn spatial structure. NeurIPS 2022, "
+              "arXiv 2210.09221."),
 }
 PACKAGES = ("torch", "numpy", "safetensors", "dvc", "dvclive", "pandas", "matplotlib", "seaborn")
 

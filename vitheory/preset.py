@@ -1,0 +1,51 @@
+"""Apply a preset: a YAML file of overrides merged into params.yaml, validated before anything is
+written (a bad preset leaves params.yaml as it was).
+
+    python -m vitheory.preset presets/paper.yaml [params.yaml]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from vitheory.errors import ParamsError
+from vitheory.params import DEFAULT_PATH, parse_params
+
+
+def merge(base: dict[str, Any], overrides: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """`base` with every leaf of `overrides` replaced; an override of an unknown key is an error."""
+    merged = dict(base)
+    for key, value in overrides.items():
+        where = f"{prefix}{key}"
+        if key not in base:
+            raise ParamsError(f"preset key {where} is not in params.yaml")
+        merged[key] = merge(base[key], value, f"{where}.") if isinstance(value, dict) and isinstance(
+            base[key], dict) else value
+    return merged
+
+
+def apply(preset: Path, params_path: Path = DEFAULT_PATH) -> None:
+    merged = merge(yaml.safe_load(params_path.read_text()), yaml.safe_load(preset.read_text()) or {})
+    parse_params(merged)
+    params_path.write_text(yaml.safe_dump(merged, sort_keys=False))
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    try:
+        apply(Path(argv[0]), Path(argv[1]) if len(argv) > 1 else DEFAULT_PATH)
+    except ParamsError as err:
+        print(f"error: {argv[0]}: {err}", file=sys.stderr)
+        return 2
+    print(f"{argv[0]} applied to {argv[1] if len(argv) > 1 else DEFAULT_PATH}; `git checkout params.yaml` undoes it")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
