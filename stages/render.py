@@ -73,6 +73,14 @@ def main(params: Params, args: argparse.Namespace) -> None:
     sparse_real = plots.read_table(args.sparsify_real, schemas.SPARSIFY_REAL_RUNS, "sparsify_real")
     plots.save_figure(plots.sparsify_real_figure(sparse_real), figures / "sparsify_real.png", cfg.dpi)
 
+    pk_folder = Path(args.pk)
+    plots.save_figure(plots.pk_features_figure(plots.read_table(pk_folder / "profiles.csv", schemas.PK_PROFILES,
+                                                                "pk_analysis")), figures / "pk_features.png", cfg.dpi)
+    plots.save_figure(plots.pk_noise_figure(plots.read_table(pk_folder / "noise.csv", schemas.PK_NOISE, "pk_analysis")),
+                      figures / "pk_noise.png", cfg.dpi)
+    plots.save_figure(plots.pk_hessian_figure(plots.read_table(pk_folder / "hessian.csv", schemas.PK_HESSIAN,
+                                                               "pk_analysis")), figures / "pk_hessian.png", cfg.dpi)
+
     transfer = plots.read_table(args.transfer, schemas.TRANSFER_RUNS, "transfer")
     plots.save_figure(plots.transfer_figure(transfer, params.transfer.target_error), figures / "transfer.png",
                       cfg.dpi)
@@ -93,5 +101,6 @@ if __name__ == "__main__":
     parser.add_argument("--vit-natural", required=True, help="checkpoints of the natural-image ViT")
     parser.add_argument("--vit-permuted", required=True, help="checkpoints of the permuted-image ViT")
     parser.add_argument("--sparsify-real", required=True, help="CSV written by sparsify_real")
+    parser.add_argument("--pk", required=True, help="folder of tables written by pk_analysis")
     parser.add_argument("--figures", required=True, help="folder for the PNG figures")
     run_stage(main, parser)

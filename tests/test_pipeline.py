@@ -101,7 +101,8 @@ TINY = {"generate.li_tokens.n_train": 64, "generate.li_tokens.n_test": 64,
         "transfer.n_train": [8, 16], "transfer.n_test": 50, "transfer.finetune_steps": 10,
         "images.train_fraction": 0.1, "real.seeds": 2, "real.epochs": 1,
         "real.models.vit.width": 16, "real.models.vit_positional.width": 16,
-        "sparsify_real.finetune_epochs": 1, "sparsify_real.spurious.epochs": 1}
+        "sparsify_real.finetune_epochs": 1, "sparsify_real.spurious.epochs": 1,
+        "pk.n_images": 50, "pk.hessian_batches": 1, "pk.hessian_batch_size": 16, "pk.hessian_top": 2}
 
 
 def _set(params: dict, dotted: str, value) -> None:

@@ -49,9 +49,9 @@ def test_every_preset_runs_forward_and_backward_with_its_pinned_size(name):
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters() if p.requires_grad)
     kinds = [kind for kind, _ in extras["features"]]
     if name.endswith("cnn"):
-        assert kinds == ["conv"] * sum(PRESETS[name].blocks)
+        assert kinds == ["embed"] + ["conv"] * sum(PRESETS[name].blocks)
     else:
-        assert kinds == ["msa", "mlp"] * PRESETS[name].depth
+        assert kinds == ["embed"] + ["msa", "mlp"] * PRESETS[name].depth
         tokens = (size // PRESETS[name].patch) ** 2
         assert all(f.shape == (4, tokens, PRESETS[name].width) for _, f in extras["features"])  # no class token
         assert len(extras["attention"]) == PRESETS[name].depth

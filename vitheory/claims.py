@@ -186,6 +186,33 @@ def _measure_li5(reports: Path) -> dict[str, float]:
     return measured
 
 
+def _pk(reports: Path) -> dict[str, Any]:
+    return read_json(reports / "metrics" / "pk.json", "pk_analysis")
+
+
+def _measure_pk2(reports: Path) -> dict[str, float]:
+    metrics = _pk(reports)
+    return {"vit_nep": metrics["vit_nep"], "cnn_nep": metrics["cnn_nep"], "vit_ape": metrics["vit_ape"],
+            "cnn_ape": metrics["cnn_ape"], "vit_nep_minus_cnn_nep": metrics["vit_nep"] - metrics["cnn_nep"]}
+
+
+def _block_changes(quantity: str) -> Callable[[Path], dict[str, float]]:
+    def measure(reports: Path) -> dict[str, float]:
+        metrics = _pk(reports)
+        return {"vit_msa_change": metrics[f"vit_{quantity}_change_msa"],
+                "vit_mlp_change": metrics[f"vit_{quantity}_change_mlp"],
+                "cnn_conv_change": metrics[f"cnn_{quantity}_change_conv"]}
+    return measure
+
+
+def _measure_pk5(reports: Path) -> dict[str, float]:
+    metrics = _pk(reports)
+    return {"vit_drop_highest": metrics["vit_noise_drop_highest"],
+            "cnn_drop_highest": metrics["cnn_noise_drop_highest"],
+            "vit_drop_lowest": metrics["vit_noise_drop_lowest"], "cnn_drop_lowest": metrics["cnn_noise_drop_lowest"],
+            "vit_minus_cnn_drop_highest": metrics["vit_noise_drop_highest"] - metrics["cnn_noise_drop_highest"]}
+
+
 CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="LI-1",
@@ -312,6 +339,48 @@ CLAIMS: tuple[Claim, ...] = (
         criteria=(Criterion("positional_minus_vanilla", ">=", -0.03),),
         evidence=("figures/real_accuracy.png",),
         measure=_measure_jsl6,
+    ),
+    Claim(
+        id="PK-2",
+        paper="PK22",
+        statement=("ViTs have many negative Hessian eigenvalues, CNNs few (measured here: the ViT against the CNN; "
+                   "the effects of more data and of global average pooling are not measured yet)."),
+        metric=("share of negative eigenvalues (NEP) among the top eigenvalues by magnitude of the training "
+                "cross-entropy's Hessian (Lanczos on Hessian-vector products), pooled over mini-batches and seeds"),
+        criteria=(Criterion("vit_nep_minus_cnn_nep", ">", 0.0),),
+        evidence=("figures/pk_hessian.png", "pk/hessian.csv", "metrics/pk.json"),
+        measure=_measure_pk2,
+    ),
+    Claim(
+        id="PK-3",
+        paper="PK22",
+        statement="Attention blocks are low-pass filters and convolutions high-pass: across a block, the "
+                  "high-frequency log amplitude of the feature maps falls for attention and rises for conv/MLP blocks.",
+        metric=("mean over blocks of each kind and over seeds of the change, across the block, of the log "
+                "amplitude at 1.0 pi minus that at frequency 0 (the official method)"),
+        criteria=(Criterion("vit_msa_change", "<", 0.0), Criterion("vit_mlp_change", ">", 0.0),
+                  Criterion("cnn_conv_change", ">", 0.0)),
+        evidence=("figures/pk_features.png", "pk/profiles.csv", "metrics/pk.json"),
+        measure=_block_changes("high_frequency"),
+    ),
+    Claim(
+        id="PK-4",
+        paper="PK22",
+        statement="Attention blocks reduce the spatial variance of the feature maps; conv and MLP blocks raise it.",
+        metric="mean over blocks of each kind and over seeds of the change of the spatial variance across the block",
+        criteria=(Criterion("vit_msa_change", "<", 0.0), Criterion("vit_mlp_change", ">", 0.0),
+                  Criterion("cnn_conv_change", ">", 0.0)),
+        evidence=("figures/pk_features.png", "pk/profiles.csv", "metrics/pk.json"),
+        measure=_block_changes("variance"),
+    ),
+    Claim(
+        id="PK-5",
+        paper="PK22",
+        statement="ViTs are robust to high-frequency noise, CNNs fragile to it.",
+        metric="test accuracy drop under noise band-passed at the highest frequency, mean over seeds",
+        criteria=(Criterion("vit_minus_cnn_drop_highest", "<", 0.0),),
+        evidence=("figures/pk_noise.png", "pk/noise.csv", "metrics/pk.json"),
+        measure=_measure_pk5,
     ),
 )
 

@@ -335,6 +335,22 @@ class SparsifyRealParams(Section):
     spurious: SpuriousParams = knob()
 
 
+@dataclass(frozen=True)
+class PKParams(Section):
+    """[PK22] analyses of the natural-image ViT and CNN checkpoints."""
+
+    n_images: int = knob(at_least(2))  # test images for the feature maps and the noise
+    frequencies: tuple[float, ...] = knob(Rule(lambda v: 0 <= v <= 1, "in [0, 1] (units of pi)"))
+    bandwidth: float = knob(Rule(lambda v: 0 < v <= 1, "in (0, 1]"))
+    noise_rms: float = knob(POSITIVE)  # root-mean-square of the noise, in units of the normalised pixels
+    noise_seed: int = knob(NON_NEGATIVE)
+    hessian_batches: int = knob(at_least(1))  # training mini-batches per model
+    hessian_batch_size: int = knob(at_least(1))
+    hessian_top: int = knob(at_least(1))  # eigenvalues of largest magnitude per batch
+    hessian_tol: float = knob(POSITIVE)  # relative accuracy of the Lanczos eigenvalues
+    hessian_seed: int = knob(NON_NEGATIVE)
+
+
 # --- phase_diagram (LI-1, LI-2) --------------------------------------------------------------------
 
 
@@ -455,6 +471,7 @@ class Params(Section):
     images: ImagesParams = knob()
     real: RealTrainParams = knob()
     sparsify_real: SparsifyRealParams = knob()
+    pk: PKParams = knob()
     spatial: SpatialTrainParams = knob()
     control: ControlParams = knob()
     transfer: TransferParams = knob()

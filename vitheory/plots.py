@@ -239,3 +239,46 @@ def sparsify_real_figure(runs: pd.DataFrame) -> plt.Figure:
                 title="ViT trained with a class-correlated marker patch")
     axes[2].set_xticks(axes[2].get_xticks(), ["marker removed", "marker decorrelated"])
     return fig
+
+
+PK_MODELS = {"vit": "ViT", "cnn": "CNN"}
+
+
+def pk_features_figure(profiles: pd.DataFrame) -> plt.Figure:
+    """[PK22] Figs. 2-3 style: high-frequency log amplitude (minus frequency 0) and spatial variance of
+    every feature map against normalised depth, mean over seeds; the ViT's attention blocks shaded."""
+    table = profiles.assign(model=profiles.model.map(PK_MODELS))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.0), layout="constrained")
+    for ax, quantity, label in ((axes[0], "high_frequency", "Δ log amplitude at 1.0π"),
+                                (axes[1], "variance", "feature-map variance")):
+        sns.lineplot(data=table, x="depth", y=quantity, hue="model", marker="o", errorbar=("pi", 100), ax=ax)
+        for depth in sorted(set(profiles[(profiles.model == "vit") & (profiles.kind == "msa")].depth)):
+            ax.axvspan(depth - 0.04, depth + 0.04, color="grey", alpha=0.2, lw=0)
+        ax.set(xlabel="normalised depth", ylabel=label)
+    axes[1].set_yscale("log")
+    fig.suptitle("Feature maps block by block (grey: the ViT's attention blocks; band: seeds)", fontsize="small")
+    return fig
+
+
+def pk_noise_figure(noise: pd.DataFrame) -> plt.Figure:
+    """[PK22] Fig. 4 style: accuracy drop under noise band-passed at each frequency."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    sns.lineplot(data=noise.assign(model=noise.model.map(PK_MODELS)), x="frequency", y="accuracy_drop", hue="model",
+                 marker="o", errorbar=("pi", 100), ax=ax)
+    ax.set(xlabel="noise frequency (units of π)", ylabel="test accuracy drop", title="Band-passed noise")
+    return fig
+
+
+def pk_hessian_figure(hessian: pd.DataFrame) -> plt.Figure:
+    """[PK22] Fig. 1 style: the pooled top eigenvalues of the training-loss Hessian, per model."""
+    fig, ax = plt.subplots(figsize=(6.8, 4.0))
+    for model, label in PK_MODELS.items():
+        values = hessian[hessian.model == model].eigenvalue
+        nep, ape = (values < 0).mean(), values[values > 0].mean()
+        sns.histplot(values, bins=30, stat="density", element="step", fill=False, ax=ax,
+                     label=f"{label}: NEP {nep:.2f}, APE {ape:.3g}")
+    ax.axvline(0, color="grey", lw=1)
+    ax.set(xlabel="Hessian eigenvalue (largest magnitudes, pooled over mini-batches and seeds)",
+           title="Hessian spectrum of the training loss")
+    ax.legend(fontsize="small")
+    return fig

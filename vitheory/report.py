@@ -16,6 +16,7 @@ PAPERS = {
              "Learning, Generalization, and Sample Complexity. ICLR 2023, arXiv 2302.06015."),
     "JSL22": ("Jelassi, Sander, Li. Vision Transformers provably learn spatial structure. NeurIPS 2022, "
               "arXiv 2210.09221."),
+    "PK22": "Park, Kim. How Do Vision Transformers Work? ICLR 2022, arXiv 2202.06709.",
 }
 PACKAGES = ("torch", "numpy", "safetensors", "dvc", "dvclive", "pandas", "matplotlib", "seaborn")
 
@@ -62,7 +63,22 @@ def regimes(params: Params) -> dict[str, str]:
                  f"examples, noise norms uniform up to {sparse.data.noise_radius} ({sparse.data.noise_dist}), "
                  f"alpha* = {sparse.data.alpha_star}, alpha# = {sparse.data.alpha_confusion}; a kind oracle's "
                  f"keep ratio applies to the tokens of its kind."),
-    } | _jsl_regimes(params) | _real_regimes(params)
+    } | _jsl_regimes(params) | _real_regimes(params) | _pk_regimes(params)
+
+
+def _pk_regimes(params: Params) -> dict[str, str]:
+    cfg = params.pk
+    models = (f"The natural-image ViT and CNN of `train_real` ({params.real.seeds} seeds each, dataset "
+              f"`{params.images.dataset}`), on {cfg.n_images} test images.")
+    return {
+        "PK-2": models + (f" Top {cfg.hessian_top} eigenvalues by magnitude on {cfg.hessian_batches} training "
+                          f"mini-batches of {cfg.hessian_batch_size} per model and seed; cross-entropy only (AdamW's "
+                          "decay is not part of the loss)."),
+        "PK-3": models + " Feature maps: the embedded input and every block's output, class token dropped.",
+        "PK-4": models + " Feature maps: the embedded input and every block's output, class token dropped.",
+        "PK-5": models + (f" Noise bands {list(cfg.frequencies)} (units of pi, radius max(|f_x|, |f_y|), "
+                          f"bandwidth {cfg.bandwidth}), root-mean-square {cfg.noise_rms} in normalised pixels."),
+    }
 
 
 def _real_regimes(params: Params) -> dict[str, str]:

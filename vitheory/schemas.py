@@ -5,6 +5,9 @@ HISTORY = ("model", "seed", "step", "split", "metric", "value")
 PHASE_RUNS = ("model", "alpha_star", "n_train", "seed", "test_error", "steps_to_zero_train_error", "success")
 SPARSIFY_RUNS = ("strategy", "keep_ratio", "kept_tokens", "seed", "test_loss", "test_error")
 SPARSIFY_REAL_RUNS = ("experiment", "strategy", "kept_tokens", "seed", "finetuned", "test_accuracy")
+PK_PROFILES = ("model", "seed", "index", "kind", "depth", "high_frequency", "variance")
+PK_NOISE = ("model", "seed", "frequency", "accuracy_drop")
+PK_HESSIAN = ("model", "seed", "batch", "rank", "eigenvalue")
 TRANSFER_RUNS = ("method", "n_train", "seed", "test_error", "diverged")
 
 

@@ -1,9 +1,9 @@
 """Small image classifiers: a ViT with vanilla or positional attention, and a ResNet-style CNN.
 
-Both take images (B, C, H, W) in [0, 1]-ish floats and return logits. With `return_features=True`
-they also return what the analyses read ([PK22]'s Fourier and variance per block, the attention
-maps): `features` is a list of (kind, tensor) after every residual block, kind "msa", "mlp" or
-"conv", each tensor (B, tokens or H*W, channels) with the class token dropped and tokens in
+Both take normalised images (B, C, H, W) and return logits. With `return_features=True` they also
+return what the analyses read ([PK22]'s Fourier and variance per block, the attention maps):
+`features` is a list of (kind, tensor): the embedded input ("embed") and the output of every residual
+block ("msa", "mlp" or "conv"), each (B, tokens or H*W, channels), class token dropped, tokens in
 row-major grid order; `attention` is a list of per-layer maps (B, heads, T, T).
 """
 
@@ -106,7 +106,7 @@ class SmallViT(nn.Module):
         x = tokens + pos if self.attention == "vanilla" else tokens
         first = 1 if self.pool == "cls" else 0
         score_pos = pos[:1] if keep is None else pos  # without sparsification every image shares P
-        features, maps = [], []
+        features, maps = [("embed", x[:, first:])], []
         for block in self.blocks:
             mixed, attn = block.attn(block.norm1(x), score_pos)
             x = x + mixed
@@ -162,7 +162,7 @@ class SmallResNet(nn.Module):
 
     def forward(self, images: torch.Tensor, *, return_features: bool = False):
         x = self.stem(images)
-        features = []
+        features = [("embed", x.flatten(2).transpose(1, 2))]
         for layer in self.layers:
             x = layer(x)
             features.append(("conv", x.flatten(2).transpose(1, 2)))

@@ -1,0 +1,95 @@
+"""Stage `pk_analysis`: [PK22]'s analyses of the natural-image ViT and CNN: Fourier and spatial variance
+of every block's feature maps (PK-3, PK-4), accuracy under band-passed noise (PK-5) and Hessian
+spectra on training mini-batches (PK-2)."""
+
+import argparse
+import csv
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from vitheory import images, pk
+from vitheory.artifacts import atomic_path, write_json
+from vitheory.checkpoint import load_checkpoint
+from vitheory.cli import run_stage
+from vitheory.ensemble import resolve_device
+from vitheory.params import Params
+from vitheory.real import Normalizer
+from vitheory.schemas import PK_HESSIAN, PK_NOISE, PK_PROFILES
+
+
+def write_rows(path: Path, columns: tuple[str, ...], rows: list[tuple]) -> None:
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
+
+
+def main(params: Params, args: argparse.Namespace) -> None:
+    cfg = params.pk
+    splits = {name: images.load_prepared(args.data, name) for name in ("train", "test")}
+    normalize = Normalizer.fit(splits["train"])
+    device = resolve_device(params.train.device)
+    x_test, y_test = normalize(splits["test"])[:cfg.n_images].to(device), splits["test"].y[:cfg.n_images].to(device)
+    x_train, y_train = normalize(splits["train"]).to(device), splits["train"].y.to(device)
+    profiles, noise_rows, hessian_rows = [], [], []
+    for name, folder in (("vit", args.vit), ("cnn", args.cnn)):
+        for seed in range(params.real.seeds):
+            model = load_checkpoint(Path(folder) / f"seed_{seed}", f"train_real@{name}-natural", device.type)
+            profiles += [(name, seed, r["index"], r["kind"], r["depth"], r["high_frequency"], r["variance"])
+                         for r in pk.block_profile(model, x_test)]
+            clean = pk.noisy_accuracy(model, x_test, y_test, torch.zeros_like(x_test))
+            generator = torch.Generator().manual_seed(cfg.noise_seed)
+            for frequency in cfg.frequencies:
+                noise = pk.band_noise(tuple(x_test.shape), frequency, cfg.bandwidth, cfg.noise_rms, generator).to(device)
+                noise_rows.append((name, seed, frequency, clean - pk.noisy_accuracy(model, x_test, y_test, noise)))
+            order = torch.randperm(len(y_train), generator=torch.Generator().manual_seed(cfg.hessian_seed))
+            for batch in tqdm(range(cfg.hessian_batches), desc=f"Hessian {name} seed {seed}", mininterval=1.0):
+                index = order[batch * cfg.hessian_batch_size:(batch + 1) * cfg.hessian_batch_size].to(device)
+                operator = pk.hessian_operator(model, F.cross_entropy, x_train[index], y_train[index])
+                eigenvalues = pk.top_eigenvalues(operator, cfg.hessian_top, cfg.hessian_seed + batch,
+                                                 cfg.hessian_tol)
+                hessian_rows += [(name, seed, batch, rank, float(value)) for rank, value in enumerate(eigenvalues)]
+    write_rows(Path(args.out) / "profiles.csv", PK_PROFILES, profiles)
+    write_rows(Path(args.out) / "noise.csv", PK_NOISE, noise_rows)
+    write_rows(Path(args.out) / "hessian.csv", PK_HESSIAN, hessian_rows)
+    write_json(args.metrics, {"device": device.type} | summarize(profiles, noise_rows, hessian_rows))
+
+
+def summarize(profiles: list[tuple], noise_rows: list[tuple], hessian_rows: list[tuple]) -> dict:
+    """Per model: mean change of the high-frequency delta and of the variance across the blocks of each
+    kind (over seeds), the accuracy drop at the lowest and highest noise band, NEP and APE."""
+    summary = {}
+    for name in ("vit", "cnn"):
+        changes = {"high_frequency": {}, "variance": {}}
+        for seed in sorted({row[1] for row in profiles if row[0] == name}):
+            profile = [{"kind": r[3], "high_frequency": r[5], "variance": r[6]}
+                       for r in profiles if r[0] == name and r[1] == seed]
+            for quantity, by_kind in changes.items():
+                for kind, change in pk.change_by_kind(profile, quantity).items():
+                    by_kind.setdefault(kind, []).append(change)
+        for quantity, by_kind in changes.items():
+            for kind, values in by_kind.items():
+                summary[f"{name}_{quantity}_change_{kind}"] = float(np.mean(values))
+        drops = {}
+        for _, _, frequency, drop in (r for r in noise_rows if r[0] == name):
+            drops.setdefault(frequency, []).append(drop)
+        summary[f"{name}_noise_drop_lowest"] = float(np.mean(drops[min(drops)]))
+        summary[f"{name}_noise_drop_highest"] = float(np.mean(drops[max(drops)]))
+        eigenvalues = np.array([r[4] for r in hessian_rows if r[0] == name])
+        summary[f"{name}_nep"] = float((eigenvalues < 0).mean())
+        summary[f"{name}_ape"] = float(eigenvalues[eigenvalues > 0].mean()) if (eigenvalues > 0).any() else 0.0
+    return summary
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data", required=True, help="folder written by prepare_images")
+    parser.add_argument("--vit", required=True, help="checkpoints of the natural-image ViT")
+    parser.add_argument("--cnn", required=True, help="checkpoints of the natural-image CNN")
+    parser.add_argument("--out", required=True, help="folder for profiles.csv, noise.csv, hessian.csv")
+    parser.add_argument("--metrics", required=True, help="summary metrics JSON to write")
+    run_stage(main, parser)
