@@ -1,6 +1,7 @@
-"""Stage `pk_analysis`: [PK22]'s analyses of the natural-image ViT and CNN: Fourier and spatial variance
-of every block's feature maps (PK-3, PK-4), accuracy under band-passed noise (PK-5) and Hessian
-spectra on training mini-batches (PK-2)."""
+"""Stage `pk_analysis`: [PK22]'s analyses of the trained image models: Fourier and spatial variance of
+every block's feature maps (PK-3, PK-4; ViT, CNN, AlterNet), accuracy under band-passed noise (PK-5;
+ViT, CNN) and Hessian spectra on training mini-batches (PK-2; ViT, CNN, ViT with global average
+pooling, ViT on the smallest data fraction)."""
 
 import argparse
 import csv
@@ -35,17 +36,28 @@ def main(params: Params, args: argparse.Namespace) -> None:
     device = resolve_device(params.train.device)
     x_test, y_test = normalize(splits["test"])[:cfg.n_images].to(device), splits["test"].y[:cfg.n_images].to(device)
     x_train, y_train = normalize(splits["train"]).to(device), splits["train"].y.to(device)
+    smallest = f"vit_fraction_{min(params.pk_train.fractions):g}"
+    sources = {"vit": (Path(args.real) / "vit_natural", "train_real@vit-natural"),
+               "cnn": (Path(args.real) / "cnn_natural", "train_real@cnn-natural"),
+               "alternet": (Path(args.pk_models) / "alternet", "pk_train"),
+               "vit_gap": (Path(args.pk_models) / "vit_gap", "pk_train"),
+               "vit_small": (Path(args.pk_models) / smallest, "pk_train")}
     profiles, noise_rows, hessian_rows = [], [], []
-    for name, folder in (("vit", args.vit), ("cnn", args.cnn)):
+    for name, (folder, stage) in sources.items():
         for seed in range(params.real.seeds):
-            model = load_checkpoint(Path(folder) / f"seed_{seed}", f"train_real@{name}-natural", device.type)
-            profiles += [(name, seed, r["index"], r["kind"], r["depth"], r["high_frequency"], r["variance"])
-                         for r in pk.block_profile(model, x_test)]
-            clean = pk.noisy_accuracy(model, x_test, y_test, torch.zeros_like(x_test))
-            generator = torch.Generator().manual_seed(cfg.noise_seed)
-            for frequency in cfg.frequencies:
-                noise = pk.band_noise(tuple(x_test.shape), frequency, cfg.bandwidth, cfg.noise_rms, generator).to(device)
-                noise_rows.append((name, seed, frequency, clean - pk.noisy_accuracy(model, x_test, y_test, noise)))
+            model = load_checkpoint(folder / f"seed_{seed}", stage, device.type)
+            if name in ("vit", "cnn", "alternet"):
+                profiles += [(name, seed, r["index"], r["kind"], r["depth"], r["high_frequency"], r["variance"])
+                             for r in pk.block_profile(model, x_test)]
+            if name in ("vit", "cnn"):
+                clean = pk.noisy_accuracy(model, x_test, y_test, torch.zeros_like(x_test))
+                generator = torch.Generator().manual_seed(cfg.noise_seed)
+                for frequency in cfg.frequencies:
+                    noise = pk.band_noise(tuple(x_test.shape), frequency, cfg.bandwidth, cfg.noise_rms,
+                                          generator).to(device)
+                    noise_rows.append((name, seed, frequency, clean - pk.noisy_accuracy(model, x_test, y_test, noise)))
+            if name == "alternet":
+                continue
             order = torch.randperm(len(y_train), generator=torch.Generator().manual_seed(cfg.hessian_seed))
             for batch in tqdm(range(cfg.hessian_batches), desc=f"Hessian {name} seed {seed}", mininterval=1.0):
                 index = order[batch * cfg.hessian_batch_size:(batch + 1) * cfg.hessian_batch_size].to(device)
@@ -60,10 +72,11 @@ def main(params: Params, args: argparse.Namespace) -> None:
 
 
 def summarize(profiles: list[tuple], noise_rows: list[tuple], hessian_rows: list[tuple]) -> dict:
-    """Per model: mean change of the high-frequency delta and of the variance across the blocks of each
-    kind (over seeds), the accuracy drop at the lowest and highest noise band, NEP and APE."""
+    """Mean change of the high-frequency delta and of the variance across the blocks of each kind (over
+    seeds; ViT, CNN, AlterNet), the accuracy drop at the lowest and highest noise band (ViT, CNN), and
+    NEP and APE (ViT, CNN, ViT with global average pooling, ViT on the smallest data fraction)."""
     summary = {}
-    for name in ("vit", "cnn"):
+    for name in ("vit", "cnn", "alternet"):
         changes = {"high_frequency": {}, "variance": {}}
         for seed in sorted({row[1] for row in profiles if row[0] == name}):
             profile = [{"kind": r[3], "high_frequency": r[5], "variance": r[6]}
@@ -74,11 +87,13 @@ def summarize(profiles: list[tuple], noise_rows: list[tuple], hessian_rows: list
         for quantity, by_kind in changes.items():
             for kind, values in by_kind.items():
                 summary[f"{name}_{quantity}_change_{kind}"] = float(np.mean(values))
+    for name in ("vit", "cnn"):
         drops = {}
         for _, _, frequency, drop in (r for r in noise_rows if r[0] == name):
             drops.setdefault(frequency, []).append(drop)
         summary[f"{name}_noise_drop_lowest"] = float(np.mean(drops[min(drops)]))
         summary[f"{name}_noise_drop_highest"] = float(np.mean(drops[max(drops)]))
+    for name in ("vit", "cnn", "vit_gap", "vit_small"):
         eigenvalues = np.array([r[4] for r in hessian_rows if r[0] == name])
         summary[f"{name}_nep"] = float((eigenvalues < 0).mean())
         summary[f"{name}_ape"] = float(eigenvalues[eigenvalues > 0].mean()) if (eigenvalues > 0).any() else 0.0
@@ -88,8 +103,8 @@ def summarize(profiles: list[tuple], noise_rows: list[tuple], hessian_rows: list
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", required=True, help="folder written by prepare_images")
-    parser.add_argument("--vit", required=True, help="checkpoints of the natural-image ViT")
-    parser.add_argument("--cnn", required=True, help="checkpoints of the natural-image CNN")
+    parser.add_argument("--real", required=True, help="folder of train_real's checkpoints (models/real)")
+    parser.add_argument("--pk-models", required=True, help="folder of pk_train's checkpoints (models/pk)")
     parser.add_argument("--out", required=True, help="folder for profiles.csv, noise.csv, hessian.csv")
     parser.add_argument("--metrics", required=True, help="summary metrics JSON to write")
     run_stage(main, parser)

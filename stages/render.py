@@ -78,6 +78,8 @@ def main(params: Params, args: argparse.Namespace) -> None:
                                                                 "pk_analysis")), figures / "pk_features.png", cfg.dpi)
     plots.save_figure(plots.pk_noise_figure(plots.read_table(pk_folder / "noise.csv", schemas.PK_NOISE, "pk_analysis")),
                       figures / "pk_noise.png", cfg.dpi)
+    plots.save_figure(plots.pk_small_data_figure(plots.read_table(args.pk_train, schemas.PK_TRAIN_RUNS, "pk_train")),
+                      figures / "pk_small_data.png", cfg.dpi)
     plots.save_figure(plots.pk_hessian_figure(plots.read_table(pk_folder / "hessian.csv", schemas.PK_HESSIAN,
                                                                "pk_analysis")), figures / "pk_hessian.png", cfg.dpi)
 
@@ -102,5 +104,6 @@ if __name__ == "__main__":
     parser.add_argument("--vit-permuted", required=True, help="checkpoints of the permuted-image ViT")
     parser.add_argument("--sparsify-real", required=True, help="CSV written by sparsify_real")
     parser.add_argument("--pk", required=True, help="folder of tables written by pk_analysis")
+    parser.add_argument("--pk-train", required=True, help="CSV written by pk_train")
     parser.add_argument("--figures", required=True, help="folder for the PNG figures")
     run_stage(main, parser)

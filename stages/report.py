@@ -16,7 +16,7 @@ def main(params: Params, args: argparse.Namespace) -> None:
     sources = {"train_li_vit": "metrics/li_vit.json", "train_spatial": "metrics/spatial.json",
                "control": "metrics/control.json", "transfer": "metrics/transfer.json",
                "train_real@vit-natural": "real/vit_natural.json", "sparsify_real": "metrics/sparsify_real.json",
-               "pk_analysis": "metrics/pk.json"}
+               "pk_train": "metrics/pk_train.json", "pk_analysis": "metrics/pk.json"}
     devices = {stage: read_json(reports / path, stage)["device"] for stage, path in sources.items()}
     write_json(reports / "claims.json", {"claims": records})
     with atomic_path(reports / "REPORT.md") as tmp:

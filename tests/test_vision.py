@@ -30,11 +30,11 @@ PAPER = parse_params(merge(yaml.safe_load((ROOT / "params.yaml").read_text()),
 PRESETS = {"vit": PARAMS.real.models.vit, "vit_positional": PARAMS.real.models.vit_positional,
            "cnn": PARAMS.real.models.cnn, "vit_depth1_gap": replace(PARAMS.real.models.vit, depth=1, pool="gap"),
            "paper_vit": PAPER.real.models.vit, "paper_vit_positional": PAPER.real.models.vit_positional,
-           "paper_cnn": PAPER.real.models.cnn}
+           "paper_cnn": PAPER.real.models.cnn, "alternet": PARAMS.pk_train.alternet}
 # parameter counts (8 x 8 x 1 digits; 32 x 32 x 3 for the paper preset; 10 classes): an architecture
 # change has to change these
 PARAMETER_COUNTS = {"vit": 69194, "vit_positional": 69194, "cnn": 19706, "vit_depth1_gap": 35594,
-                    "paper_vit": 1806538, "paper_vit_positional": 1806538, "paper_cnn": 2777674}
+                    "paper_vit": 1806538, "paper_vit_positional": 1806538, "paper_cnn": 2777674, "alternet": 32010}
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -50,6 +50,8 @@ def test_every_preset_runs_forward_and_backward_with_its_pinned_size(name):
     kinds = [kind for kind, _ in extras["features"]]
     if name.endswith("cnn"):
         assert kinds == ["embed"] + ["conv"] * sum(PRESETS[name].blocks)
+    elif name == "alternet":
+        assert kinds == ["embed"] + ["conv", "msa", "mlp"] * len(PRESETS[name].blocks)
     else:
         assert kinds == ["embed"] + ["msa", "mlp"] * PRESETS[name].depth
         tokens = (size // PRESETS[name].patch) ** 2

@@ -351,6 +351,30 @@ class PKParams(Section):
     hessian_seed: int = knob(NON_NEGATIVE)
 
 
+@dataclass(frozen=True)
+class AlterNetPreset(Section):
+    """vitheory.vision.AlterNet, less the data's shape."""
+
+    widths: tuple[int, ...] = knob(at_least(1))
+    blocks: tuple[int, ...] = knob(at_least(2))  # per stage, the last an attention block
+    heads: int = knob(at_least(1))
+
+    def relations(self) -> Iterator[Violation]:
+        if len(self.blocks) != len(self.widths):
+            yield "blocks", list(self.blocks), f"one count per stage ({len(self.widths)} widths)"
+        if any(width % self.heads for width in self.widths):
+            yield "heads", self.heads, f"a divisor of every width ({list(self.widths)})"
+
+
+@dataclass(frozen=True)
+class PKTrainParams(Section):
+    """[PK22] extra trainings: small data (PK-1), AlterNet (PK-6), a global-average-pooling ViT (PK-2)."""
+
+    fractions: tuple[float, ...] = knob(Rule(lambda v: 0 < v < 1, "in (0, 1)"))  # 1.0 is train_real's
+    alternet: AlterNetPreset = knob()
+    cnn_baseline: ResNetPreset = knob()  # the CNN of AlterNet's depth, all blocks convolutional
+
+
 # --- phase_diagram (LI-1, LI-2) --------------------------------------------------------------------
 
 
@@ -471,6 +495,7 @@ class Params(Section):
     images: ImagesParams = knob()
     real: RealTrainParams = knob()
     sparsify_real: SparsifyRealParams = knob()
+    pk_train: PKTrainParams = knob()
     pk: PKParams = knob()
     spatial: SpatialTrainParams = knob()
     control: ControlParams = knob()

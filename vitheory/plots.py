@@ -241,7 +241,8 @@ def sparsify_real_figure(runs: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-PK_MODELS = {"vit": "ViT", "cnn": "CNN"}
+PK_MODELS = {"vit": "ViT", "cnn": "CNN", "alternet": "AlterNet", "cnn_baseline": "CNN (AlterNet's depth)",
+             "vit_gap": "ViT, average pooling", "vit_small": "ViT, smallest data fraction"}
 
 
 def pk_features_figure(profiles: pd.DataFrame) -> plt.Figure:
@@ -272,8 +273,8 @@ def pk_noise_figure(noise: pd.DataFrame) -> plt.Figure:
 def pk_hessian_figure(hessian: pd.DataFrame) -> plt.Figure:
     """[PK22] Fig. 1 style: the pooled top eigenvalues of the training-loss Hessian, per model."""
     fig, ax = plt.subplots(figsize=(6.8, 4.0))
-    for model, label in PK_MODELS.items():
-        values = hessian[hessian.model == model].eigenvalue
+    for model in dict.fromkeys(hessian.model):
+        label, values = PK_MODELS[model], hessian[hessian.model == model].eigenvalue
         nep, ape = (values < 0).mean(), values[values > 0].mean()
         sns.histplot(values, bins=30, stat="density", element="step", fill=False, ax=ax,
                      label=f"{label}: NEP {nep:.2f}, APE {ape:.3g}")
@@ -281,4 +282,23 @@ def pk_hessian_figure(hessian: pd.DataFrame) -> plt.Figure:
     ax.set(xlabel="Hessian eigenvalue (largest magnitudes, pooled over mini-batches and seeds)",
            title="Hessian spectrum of the training loss")
     ax.legend(fontsize="small")
+    return fig
+
+
+def pk_small_data_figure(runs: pd.DataFrame) -> plt.Figure:
+    """[PK22] PK-1 and PK-6: training NLL and test error against the share of training data (ViT and
+    CNN), and the full-data test error of every model (AlterNet among them); mean over seeds."""
+    table = runs.assign(model=runs.model.map(PK_MODELS))
+    small = table[table.model.isin([PK_MODELS["vit"], PK_MODELS["cnn"]])]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.0), layout="constrained")
+    for ax, column, label in ((axes[0], "train_loss", "training NLL"), (axes[1], "test_error", "test error")):
+        sns.lineplot(data=small, x="fraction", y=column, hue="model", marker="o", errorbar=("pi", 100), ax=ax)
+        sns.lineplot(data=small, x="fraction", y="train_error" if column == "test_error" else "test_loss",
+                     hue="model", marker="x", linestyle="--", errorbar=None, ax=ax, legend=False)
+        ax.set(xscale="log", xlabel="share of the training images", ylabel=label,
+               title=f"{label} (dashed: {'training error' if column == 'test_error' else 'test NLL'})")
+    full = table[table.fraction == 1.0]
+    sns.barplot(data=full, x="model", y="test_error", errorbar=("pi", 100), ax=axes[2])
+    axes[2].set(xlabel="", ylabel="test error", title="All the training data")
+    axes[2].tick_params(axis="x", labelrotation=30)
     return fig

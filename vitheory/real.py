@@ -18,8 +18,8 @@ from tqdm import tqdm
 
 from vitheory.errors import TrainingDiverged
 from vitheory.images import Images
-from vitheory.params import RealTrainParams, ResNetPreset, ViTPreset
-from vitheory.vision import SmallResNet, SmallViT
+from vitheory.params import AlterNetPreset, RealTrainParams, ResNetPreset, ViTPreset
+from vitheory.vision import AlterNet, SmallResNet, SmallViT
 
 EpochLog = Callable[[int, dict[str, float]], None]
 
@@ -89,7 +89,11 @@ def augment(x: torch.Tensor, shift: int, hflip: bool, generator: torch.Generator
     return x
 
 
-def build_model(preset: ViTPreset | ResNetPreset, image_size: int, channels: int, n_classes: int) -> nn.Module:
+def build_model(preset: ViTPreset | ResNetPreset | AlterNetPreset, image_size: int, channels: int,
+                n_classes: int) -> nn.Module:
+    if isinstance(preset, AlterNetPreset):
+        return AlterNet(image_size=image_size, channels=channels, n_classes=n_classes, widths=list(preset.widths),
+                        blocks=list(preset.blocks), heads=preset.heads)
     if isinstance(preset, ViTPreset):
         return SmallViT(image_size=image_size, channels=channels, n_classes=n_classes, patch=preset.patch,
                         depth=preset.depth, heads=preset.heads, width=preset.width, mlp_ratio=preset.mlp_ratio,

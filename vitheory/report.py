@@ -70,7 +70,14 @@ def _pk_regimes(params: Params) -> dict[str, str]:
     cfg = params.pk
     models = (f"The natural-image ViT and CNN of `train_real` ({params.real.seeds} seeds each, dataset "
               f"`{params.images.dataset}`), on {cfg.n_images} test images.")
+    trainings = (f"With train_real's recipe and {params.real.seeds} seeds: the ViT and the CNN on class-balanced "
+                 f"fractions {list(params.pk_train.fractions)} of the training images (and all of them, train_real's "
+                 f"models); AlterNet with widths {list(params.pk_train.alternet.widths)} and blocks "
+                 f"{list(params.pk_train.alternet.blocks)} (the last of each stage an attention block) against a CNN "
+                 f"of the same shape with conv blocks only.")
     return {
+        "PK-1": trainings,
+        "PK-6": trainings,
         "PK-2": models + (f" Top {cfg.hessian_top} eigenvalues by magnitude on {cfg.hessian_batches} training "
                           f"mini-batches of {cfg.hessian_batch_size} per model and seed; cross-entropy only (AdamW's "
                           "decay is not part of the loss)."),

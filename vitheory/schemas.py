@@ -8,6 +8,7 @@ SPARSIFY_REAL_RUNS = ("experiment", "strategy", "kept_tokens", "seed", "finetune
 PK_PROFILES = ("model", "seed", "index", "kind", "depth", "high_frequency", "variance")
 PK_NOISE = ("model", "seed", "frequency", "accuracy_drop")
 PK_HESSIAN = ("model", "seed", "batch", "rank", "eigenvalue")
+PK_TRAIN_RUNS = ("model", "fraction", "seed", "train_loss", "train_error", "test_loss", "test_error")
 TRANSFER_RUNS = ("method", "n_train", "seed", "test_error", "diverged")
 
 

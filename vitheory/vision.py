@@ -168,3 +168,68 @@ class SmallResNet(nn.Module):
             features.append(("conv", x.flatten(2).transpose(1, 2)))
         logits = self.head(x.mean(dim=(2, 3)))
         return (logits, {"features": features, "attention": []}) if return_features else logits
+
+
+class MapAttention(nn.Module):
+    """A pre-norm transformer block (multi-head self-attention, then an MLP) over the positions of a
+    (B, C, H, W) feature map, with a learned positional encoding added to the attention's input."""
+
+    def __init__(self, width: int, heads: int, positions: int):
+        super().__init__()
+        self.P = nn.Parameter(0.02 * torch.randn(1, positions, width))
+        self.block = Block(width, heads, 2, "vanilla")
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """-> the map after attention, and after the MLP, both (B, C, H, W)."""
+        b, c, h, w = x.shape
+        tokens = x.flatten(2).transpose(1, 2)
+        block = self.block
+        mixed, _ = block.attn(block.norm1(tokens + self.P), self.P)
+        tokens = tokens + mixed
+        after_attention = tokens
+        tokens = tokens + block.mlp(block.norm2(tokens))
+        return (after_attention.transpose(1, 2).reshape(b, c, h, w), tokens.transpose(1, 2).reshape(b, c, h, w))
+
+
+@register_model
+class AlterNet(nn.Module):
+    """[PK22]'s AlterNet at small scale: SmallResNet's stages with the last block of each stage an
+    attention block (MapAttention) instead of a residual conv block.
+
+    Args:
+        image_size, channels, n_classes: the data's. widths: channels per stage. blocks: blocks per
+        stage, the last of each an attention block (so at least 2). heads: attention heads.
+    """
+
+    def __init__(self, *, image_size: int, channels: int, n_classes: int, widths: list[int], blocks: list[int],
+                 heads: int):
+        super().__init__()
+        if len(widths) != len(blocks) or min(blocks) < 2:
+            raise ValueError(f"one block count (>= 2) per stage: widths {widths}, blocks {blocks}")
+        self.config = {"image_size": image_size, "channels": channels, "n_classes": n_classes,
+                       "widths": list(widths), "blocks": list(blocks), "heads": heads}
+        self.stem = nn.Sequential(nn.Conv2d(channels, widths[0], 3, 1, 1, bias=False), nn.BatchNorm2d(widths[0]),
+                                  nn.ReLU())
+        layers, c_in, side = [], widths[0], image_size
+        for stage, (width, count) in enumerate(zip(widths, blocks)):
+            for i in range(count - 1):
+                stride = 2 if stage > 0 and i == 0 else 1
+                layers.append(ResidualBlock(c_in, width, stride))
+                side, c_in = side // stride, width
+            layers.append(MapAttention(width, heads, side * side))
+        self.layers = nn.ModuleList(layers)
+        self.head = nn.Linear(c_in, n_classes)
+
+    def forward(self, images: torch.Tensor, *, return_features: bool = False):
+        x = self.stem(images)
+        features = [("embed", x.flatten(2).transpose(1, 2))]
+        for layer in self.layers:
+            if isinstance(layer, MapAttention):
+                after_attention, x = layer(x)
+                features += [("msa", after_attention.flatten(2).transpose(1, 2)),
+                             ("mlp", x.flatten(2).transpose(1, 2))]
+            else:
+                x = layer(x)
+                features.append(("conv", x.flatten(2).transpose(1, 2)))
+        logits = self.head(x.mean(dim=(2, 3)))
+        return (logits, {"features": features, "attention": []}) if return_features else logits
