@@ -61,3 +61,15 @@ def test_checkpoint_whose_config_does_not_match_its_tensors(tmp_path):
     path.write_text(json.dumps(config))
     with pytest.raises(ArtifactError, match="names model class 'NoSuchModel'"):
         load_checkpoint(tmp_path / "ckpt")
+
+
+def test_a_truncated_checkpoint_is_one_line_naming_the_file_and_the_stage(tmp_path):
+    save_checkpoint(tmp_path / "ckpt", ShallowViT(**CONFIG), {})
+    tensors = tmp_path / "ckpt" / "model.safetensors"
+    tensors.write_bytes(tensors.read_bytes()[:-100])
+    with pytest.raises(ArtifactError) as err:
+        load_checkpoint(tmp_path / "ckpt", "train_real@vit-natural")
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(f"{tensors}: not a readable safetensors file")
+    assert message.endswith("run `dvc repro train_real@vit-natural` to rebuild it")
