@@ -4,7 +4,6 @@ ViT, CNN) and Hessian spectra on training mini-batches (PK-2; ViT, CNN, ViT with
 pooling, ViT on the smallest data fraction)."""
 
 import argparse
-import csv
 from pathlib import Path
 
 import numpy as np
@@ -12,30 +11,22 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from vitheory import images, pk
-from vitheory.artifacts import atomic_path, write_json
+from vitheory import pk
+from vitheory.artifacts import write_json, write_table
 from vitheory.checkpoint import load_checkpoint
 from vitheory.cli import run_stage
 from vitheory.ensemble import resolve_device
 from vitheory.params import Params
-from vitheory.real import Normalizer
+from vitheory.real import load_images
 from vitheory.schemas import PK_HESSIAN, PK_NOISE, PK_PROFILES
-
-
-def write_rows(path: Path, columns: tuple[str, ...], rows: list[tuple]) -> None:
-    with atomic_path(path) as tmp, open(tmp, "w", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows(rows)
 
 
 def main(params: Params, args: argparse.Namespace) -> None:
     cfg = params.pk
-    splits = {name: images.load_prepared(args.data, name) for name in ("train", "test")}
-    normalize = Normalizer.fit(splits["train"])
     device = resolve_device(params.train.device)
-    x_test, y_test = normalize(splits["test"])[:cfg.n_images].to(device), splits["test"].y[:cfg.n_images].to(device)
-    x_train, y_train = normalize(splits["train"]).to(device), splits["train"].y.to(device)
+    data = load_images(args.data, ("train", "test"), device)
+    x_test, y_test = data.x["test"][:cfg.n_images], data.y["test"][:cfg.n_images]
+    x_train, y_train = data.x["train"], data.y["train"]
     smallest = f"vit_fraction_{min(params.pk_train.fractions):g}"
     sources = {"vit": (Path(args.real) / "vit_natural", "train_real@vit-natural"),
                "cnn": (Path(args.real) / "cnn_natural", "train_real@cnn-natural"),
@@ -65,9 +56,9 @@ def main(params: Params, args: argparse.Namespace) -> None:
                 eigenvalues = pk.top_eigenvalues(operator, cfg.hessian_top, cfg.hessian_seed + batch,
                                                  cfg.hessian_tol)
                 hessian_rows += [(name, seed, batch, rank, float(value)) for rank, value in enumerate(eigenvalues)]
-    write_rows(Path(args.out) / "profiles.csv", PK_PROFILES, profiles)
-    write_rows(Path(args.out) / "noise.csv", PK_NOISE, noise_rows)
-    write_rows(Path(args.out) / "hessian.csv", PK_HESSIAN, hessian_rows)
+    write_table(Path(args.out) / "profiles.csv", PK_PROFILES, profiles)
+    write_table(Path(args.out) / "noise.csv", PK_NOISE, noise_rows)
+    write_table(Path(args.out) / "hessian.csv", PK_HESSIAN, hessian_rows)
     write_json(args.metrics, {"device": device.type} | summarize(profiles, noise_rows, hessian_rows))
 
 

@@ -3,7 +3,6 @@ class-balanced fractions of the training images (PK-1), AlterNet and a CNN of it
 ViT with global average pooling (PK-2); with every model's training and test loss and error."""
 
 import argparse
-import csv
 import statistics
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -11,24 +10,20 @@ from pathlib import Path
 import torch
 
 from vitheory import images
-from vitheory.artifacts import atomic_path, write_json
+from vitheory.artifacts import atomic_path, write_json, write_table
 from vitheory.checkpoint import load_checkpoint, save_checkpoint
 from vitheory.cli import run_stage
 from vitheory.ensemble import resolve_device, seeded
 from vitheory.params import Params
-from vitheory.real import Normalizer, build_model, evaluate, fit
+from vitheory.real import build_model, evaluate, fit, load_images
 from vitheory.schemas import PK_TRAIN_RUNS
 
 
 def main(params: Params, args: argparse.Namespace) -> None:
     cfg, real = params.pk_train, params.real
-    splits = {name: images.load_prepared(args.data, name) for name in ("train", "test")}
-    meta = images.load_prepared_meta(args.data)
-    height, _, channels = meta["image_shape"]
     device = resolve_device(params.train.device)
-    normalize = Normalizer.fit(splits["train"])
-    x = {name: normalize(part).to(device) for name, part in splits.items()}
-    y = {name: part.y.to(device) for name, part in splits.items()}
+    data = load_images(args.data, ("train", "test"), device)
+    x, y = data.x, data.y
     runs = []
 
     def record(name: str, fraction: float, seed: int, model: torch.nn.Module, index: torch.Tensor) -> None:
@@ -50,21 +45,18 @@ def main(params: Params, args: argparse.Namespace) -> None:
         models.mkdir()
         for folder, name, fraction in jobs:
             generator = torch.Generator().manual_seed(params.images.seed)
-            index = (images.balanced_subset(splits["train"].y, fraction, generator).to(device) if fraction < 1
+            index = (images.balanced_subset(y["train"].cpu(), fraction, generator).to(device) if fraction < 1
                      else everything)
             for seed in range(real.seeds):
-                model = seeded(seed, lambda name=name: build_model(presets[name], height, channels,
-                                                                   len(meta["classes"]))).to(device)
+                model = seeded(seed, lambda name=name: build_model(presets[name], data.image_size, data.channels,
+                                                                   data.n_classes)).to(device)
                 fit(model, x["train"][index], y["train"][index], real, epochs=real.epochs, seed=seed,
                     desc=f"{folder} seed {seed}")
                 record(name, fraction, seed, model, index)
                 save_checkpoint(Path(models) / folder / f"seed_{seed}", model.cpu(), {
                     "stage": "pk_train", "model": name, "fraction": fraction, "seed": seed,
                     "train": asdict(real), "data": asdict(params.images), "device": device.type})
-    with atomic_path(args.out) as tmp, open(tmp, "w", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(PK_TRAIN_RUNS)
-        writer.writerows(runs)
+    write_table(args.out, PK_TRAIN_RUNS, runs)
     summary = {"device": device.type}
     for name, fraction in sorted({(r[0], r[1]) for r in runs}):
         rows = [r for r in runs if r[:2] == (name, fraction)]

@@ -2,32 +2,26 @@
 the spurious-patch test (claim LI-5)."""
 
 import argparse
-import csv
 import statistics
 from dataclasses import replace
 from pathlib import Path
 
-from vitheory import images
-from vitheory.artifacts import atomic_path, write_json
+from vitheory.artifacts import write_json, write_table
 from vitheory.checkpoint import load_checkpoint
 from vitheory.cli import run_stage
 from vitheory.ensemble import resolve_device
 from vitheory.errors import ParamsError
 from vitheory.params import Params
-from vitheory.real import Normalizer, build_model, evaluate
+from vitheory.real import build_model, evaluate, load_images
 from vitheory.real_sparsify import STRATEGIES, finetune_sparsified, sparsified_accuracy, spurious_runs
 from vitheory.schemas import SPARSIFY_REAL_RUNS
 
 
 def main(params: Params, args: argparse.Namespace) -> None:
     cfg, real = params.sparsify_real, params.real
-    splits = {name: images.load_prepared(args.data, name) for name in ("train", "test")}
-    meta = images.load_prepared_meta(args.data)
-    height, _, channels = meta["image_shape"]
     device = resolve_device(params.train.device)
-    normalize = Normalizer.fit(splits["train"])
-    x = {name: normalize(part).to(device) for name, part in splits.items()}
-    y = {name: part.y.to(device) for name, part in splits.items()}
+    data = load_images(args.data, ("train", "test"), device)
+    x, y = data.x, data.y
     finetune_cfg = replace(real, lr=cfg.finetune_lr)
     models = [load_checkpoint(Path(args.models) / f"seed_{seed}", "train_real@vit-natural", device.type)
               for seed in range(real.seeds)]
@@ -47,14 +41,12 @@ def main(params: Params, args: argparse.Namespace) -> None:
                                             epochs=cfg.finetune_epochs, seed=seed)
                 rows.append(("natural", strategy, k, seed, 1,
                              sparsified_accuracy(tuned, model, x["test"], y["test"], k, strategy, seed)))
-    rows += spurious_runs(lambda: build_model(real.models.vit, height, channels, len(meta["classes"])), x, y, real,
+    rows += spurious_runs(lambda: build_model(real.models.vit, data.image_size, data.channels, data.n_classes), x, y,
+                          real,
                           seeds=real.seeds, epochs=cfg.spurious.epochs, correlation=cfg.spurious.correlation,
                           keep=half, marker_value=float(x["train"].max()), marker_seed=cfg.spurious.seed,
-                          n_classes=len(meta["classes"]))
-    with atomic_path(args.out) as tmp, open(tmp, "w", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(SPARSIFY_REAL_RUNS)
-        writer.writerows(rows)
+                          n_classes=data.n_classes)
+    write_table(args.out, SPARSIFY_REAL_RUNS, rows)
 
     def mean(experiment: str, strategy: str, kept: int, finetuned: int) -> float:
         return statistics.mean(r[-1] for r in rows if r[:3] == (experiment, strategy, kept) and r[4] == finetuned)

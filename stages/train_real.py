@@ -8,31 +8,26 @@ from pathlib import Path
 
 from dvclive import Live
 
-from vitheory import images
 from vitheory.artifacts import atomic_path, write_json
 from vitheory.checkpoint import save_checkpoint
 from vitheory.cli import run_stage
 from vitheory.ensemble import resolve_device, seeded
 from vitheory.params import Params
-from vitheory.real import Normalizer, build_model, evaluate, fit, permute_pixels, pixel_permutation
+from vitheory.real import build_model, evaluate, fit, load_images, permute_pixels, pixel_permutation
 
 
 def main(params: Params, args: argparse.Namespace) -> None:
     cfg = params.real
     preset = getattr(cfg.models, args.model)
-    splits = {name: images.load_prepared(args.data, name) for name in ("train", "val", "test")}
-    height, width, channels = images.load_prepared_meta(args.data)["image_shape"]
-    n_classes = len(images.load_prepared_meta(args.data)["classes"])
     device = resolve_device(params.train.device)
-    normalize = Normalizer.fit(splits["train"])
-    permutation = (pixel_permutation(height, width, cfg.permutation_block, cfg.permutation_seed)
+    data = load_images(args.data, ("train", "val", "test"), device)
+    x, y, normalize = data.x, data.y, data.normalize
+    permutation = (pixel_permutation(data.image_size, data.image_size, cfg.permutation_block, cfg.permutation_seed)
                    if args.pixels == "permuted" else None)
-    x = {name: normalize(part).to(device) for name, part in splits.items()}
-    y = {name: part.y.to(device) for name, part in splits.items()}
     held_out = {name: permute_pixels(x[name], permutation) for name in ("val", "test")}
 
     def build():
-        return build_model(preset, height, channels, n_classes)
+        return build_model(preset, data.image_size, data.channels, data.n_classes)
 
     runs = []
     with atomic_path(args.models) as models, atomic_path(args.live) as live_dir, \

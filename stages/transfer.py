@@ -2,13 +2,12 @@
 from scratch, over downstream sample sizes and seeds (claim JSL-4)."""
 
 import argparse
-import csv
 from pathlib import Path
 
 import torch
 
 from vitheory import spatial
-from vitheory.artifacts import atomic_path, write_json
+from vitheory.artifacts import write_json, write_table
 from vitheory.checkpoint import load_checkpoint
 from vitheory.cli import run_stage
 from vitheory.ensemble import resolve_device
@@ -29,10 +28,7 @@ def main(params: Params, args: argparse.Namespace) -> None:
     device = resolve_device(params.train.device)
     runs = transfer_runs(pretrained, params.spatial.vit, params.spatial, cfg, (pool.X, pool.y), (test.X, test.y),
                          device)
-    with atomic_path(args.out) as tmp, open(tmp, "w", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(TRANSFER_RUNS)
-        writer.writerows(runs)
+    write_table(args.out, TRANSFER_RUNS, runs)
     needed = {method: samples_needed(runs, method, cfg.target_error) for method in ("finetune", "scratch")}
     write_json(args.metrics, {"device": device.type, "target_error": cfg.target_error,
                               "feature_overlap": abs(float(feature @ structure["w_star"])),

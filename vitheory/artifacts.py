@@ -8,10 +8,11 @@ previous artifact whole.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,14 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         _remove(old)
     else:
         os.replace(tmp, path)
+
+
+def write_table(path: str | Path, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """A CSV file: a header of `columns`, then one line per row."""
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
 
 
 def write_json(path: str | Path, obj: Any) -> None:

@@ -3,11 +3,10 @@ checks read them."""
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from pathlib import Path
 
-from vitheory.artifacts import atomic_path
+from vitheory.artifacts import write_table
 from vitheory.schemas import HISTORY as COLUMNS
 
 
@@ -39,8 +38,4 @@ class History:
 
 def write_histories(path: str | Path, histories: Sequence[History]) -> None:
     """One table of the rows of several runs (models, seeds)."""
-    with atomic_path(path) as tmp, open(tmp, "w", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(COLUMNS)
-        for history in histories:
-            writer.writerows(history.rows)
+    write_table(path, COLUMNS, (row for history in histories for row in history.rows))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -17,7 +18,7 @@ from torch import nn
 from tqdm import tqdm
 
 from vitheory.errors import TrainingDiverged
-from vitheory.images import Images
+from vitheory.images import Images, load_prepared, load_prepared_meta
 from vitheory.params import AlterNetPreset, RealTrainParams, ResNetPreset, ViTPreset
 from vitheory.vision import AlterNet, SmallResNet, SmallViT
 
@@ -39,6 +40,29 @@ class Normalizer:
     def __call__(self, images: Images) -> torch.Tensor:
         """(N, C, H, W) float images."""
         return ((images.X.float() - self.mean) / self.std).permute(0, 3, 1, 2).contiguous()
+
+
+@dataclass(frozen=True)
+class LoadedImages:
+    """Prepared splits, normalised by the training images' statistics, on a device."""
+
+    x: dict[str, torch.Tensor]  # (N, C, H, W) float
+    y: dict[str, torch.Tensor]
+    normalize: Normalizer
+    image_size: int
+    channels: int
+    n_classes: int
+
+
+def load_images(folder: str | Path, split_names: tuple[str, ...], device: torch.device) -> LoadedImages:
+    """The splits written by prepare_images (the training split is always read: it sets the normalisation)."""
+    splits = {name: load_prepared(folder, name) for name in dict.fromkeys(("train", *split_names))}
+    meta = load_prepared_meta(folder)
+    normalize = Normalizer.fit(splits["train"])
+    height, _, channels = meta["image_shape"]
+    return LoadedImages({name: normalize(splits[name]).to(device) for name in split_names},
+                        {name: splits[name].y.to(device) for name in split_names}, normalize, height, channels,
+                        len(meta["classes"]))
 
 
 def pixel_permutation(height: int, width: int, block: int, seed: int) -> torch.Tensor:

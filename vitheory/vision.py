@@ -119,6 +119,16 @@ class SmallViT(nn.Module):
         return (logits, {"features": features, "attention": maps}) if return_features else logits
 
 
+def as_tokens(x: torch.Tensor) -> torch.Tensor:
+    """(B, C, H, W) feature map -> (B, H*W, C) tokens in row-major order."""
+    return x.flatten(2).transpose(1, 2)
+
+
+def conv_stem(channels: int, width: int) -> nn.Sequential:
+    """3x3 convolution, batch norm, ReLU: the input layer of the CNNs."""
+    return nn.Sequential(nn.Conv2d(channels, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU())
+
+
 class ResidualBlock(nn.Module):
     """conv-BN-ReLU-conv-BN plus a (projected when the shape changes) skip, then ReLU."""
 
@@ -150,8 +160,7 @@ class SmallResNet(nn.Module):
         if len(widths) != len(blocks):
             raise ValueError(f"one block count per stage: widths {widths}, blocks {blocks}")
         self.config = {"channels": channels, "n_classes": n_classes, "widths": list(widths), "blocks": list(blocks)}
-        self.stem = nn.Sequential(nn.Conv2d(channels, widths[0], 3, 1, 1, bias=False), nn.BatchNorm2d(widths[0]),
-                                  nn.ReLU())
+        self.stem = conv_stem(channels, widths[0])
         layers, c_in = [], widths[0]
         for stage, (width, count) in enumerate(zip(widths, blocks)):
             for i in range(count):
@@ -162,10 +171,10 @@ class SmallResNet(nn.Module):
 
     def forward(self, images: torch.Tensor, *, return_features: bool = False):
         x = self.stem(images)
-        features = [("embed", x.flatten(2).transpose(1, 2))]
+        features = [("embed", as_tokens(x))]
         for layer in self.layers:
             x = layer(x)
-            features.append(("conv", x.flatten(2).transpose(1, 2)))
+            features.append(("conv", as_tokens(x)))
         logits = self.head(x.mean(dim=(2, 3)))
         return (logits, {"features": features, "attention": []}) if return_features else logits
 
@@ -180,15 +189,13 @@ class MapAttention(nn.Module):
         self.block = Block(width, heads, 2, "vanilla")
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """-> the map after attention, and after the MLP, both (B, C, H, W)."""
-        b, c, h, w = x.shape
-        tokens = x.flatten(2).transpose(1, 2)
+        """-> the tokens after attention (B, H*W, C) and the map after the MLP (B, C, H, W)."""
         block = self.block
+        tokens = as_tokens(x)
         mixed, _ = block.attn(block.norm1(tokens + self.P), self.P)
-        tokens = tokens + mixed
-        after_attention = tokens
-        tokens = tokens + block.mlp(block.norm2(tokens))
-        return (after_attention.transpose(1, 2).reshape(b, c, h, w), tokens.transpose(1, 2).reshape(b, c, h, w))
+        after_attention = tokens + mixed
+        tokens = after_attention + block.mlp(block.norm2(after_attention))
+        return after_attention, tokens.transpose(1, 2).reshape(x.shape)
 
 
 @register_model
@@ -208,8 +215,7 @@ class AlterNet(nn.Module):
             raise ValueError(f"one block count (>= 2) per stage: widths {widths}, blocks {blocks}")
         self.config = {"image_size": image_size, "channels": channels, "n_classes": n_classes,
                        "widths": list(widths), "blocks": list(blocks), "heads": heads}
-        self.stem = nn.Sequential(nn.Conv2d(channels, widths[0], 3, 1, 1, bias=False), nn.BatchNorm2d(widths[0]),
-                                  nn.ReLU())
+        self.stem = conv_stem(channels, widths[0])
         layers, c_in, side = [], widths[0], image_size
         for stage, (width, count) in enumerate(zip(widths, blocks)):
             for i in range(count - 1):
@@ -222,14 +228,13 @@ class AlterNet(nn.Module):
 
     def forward(self, images: torch.Tensor, *, return_features: bool = False):
         x = self.stem(images)
-        features = [("embed", x.flatten(2).transpose(1, 2))]
+        features = [("embed", as_tokens(x))]
         for layer in self.layers:
             if isinstance(layer, MapAttention):
                 after_attention, x = layer(x)
-                features += [("msa", after_attention.flatten(2).transpose(1, 2)),
-                             ("mlp", x.flatten(2).transpose(1, 2))]
+                features += [("msa", after_attention), ("mlp", as_tokens(x))]
             else:
                 x = layer(x)
-                features.append(("conv", x.flatten(2).transpose(1, 2)))
+                features.append(("conv", as_tokens(x)))
         logits = self.head(x.mean(dim=(2, 3)))
         return (logits, {"features": features, "attention": []}) if return_features else logits
