@@ -4,6 +4,7 @@ ViT with global average pooling (PK-2); with every model's training and test los
 
 import argparse
 import statistics
+import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from vitheory.cli import run_stage
 from vitheory.ensemble import resolve_device, seeded
 from vitheory.params import Params
 from vitheory.real import build_model, evaluate, fit, load_images
+from vitheory.resume import Resume, fingerprint
 from vitheory.schemas import PK_TRAIN_RUNS
 
 
@@ -41,6 +43,9 @@ def main(params: Params, args: argparse.Namespace) -> None:
                "cnn_baseline": cfg.cnn_baseline, "vit_gap": replace(real.models.vit, pool="gap")}
     jobs = [(f"{name}_fraction_{fraction:g}", name, fraction) for fraction in cfg.fractions for name in ("vit", "cnn")]
     jobs += [(name, name, 1.0) for name in ("alternet", "cnn_baseline", "vit_gap")]
+    inputs = [args.data, *(Path(args.real) / f"{name}_natural" for name in ("vit", "cnn"))]
+    resume = Resume(args.resume, fingerprint({"pk_train": asdict(cfg), "real": asdict(real), "device": device.type},
+                                             inputs), "pk_train")
     with atomic_path(args.models) as models:
         models.mkdir()
         for folder, name, fraction in jobs:
@@ -50,12 +55,17 @@ def main(params: Params, args: argparse.Namespace) -> None:
             for seed in range(real.seeds):
                 model = seeded(seed, lambda name=name: build_model(presets[name], data.image_size, data.channels,
                                                                    data.n_classes)).to(device)
+                state = resume.run(f"{folder}_seed_{seed}")
+                if state.epoch:
+                    print(f"{folder} seed {seed}: resuming after epoch {state.epoch} of {real.epochs}",
+                          file=sys.stderr)
                 fit(model, x["train"][index], y["train"][index], real, epochs=real.epochs, seed=seed,
-                    desc=f"{folder} seed {seed}")
+                    state=state, desc=f"{folder} seed {seed}")
                 record(name, fraction, seed, model, index)
                 save_checkpoint(Path(models) / folder / f"seed_{seed}", model.cpu(), {
                     "stage": "pk_train", "model": name, "fraction": fraction, "seed": seed,
                     "train": asdict(real), "data": asdict(params.images), "device": device.type})
+    resume.finish()
     write_table(args.out, PK_TRAIN_RUNS, runs)
     summary = {"device": device.type}
     for name, fraction in sorted({(r[0], r[1]) for r in runs}):
@@ -73,6 +83,7 @@ if __name__ == "__main__":
     parser.add_argument("--data", required=True, help="folder written by prepare_images")
     parser.add_argument("--real", required=True, help="folder of train_real's checkpoints (models/real)")
     parser.add_argument("--models", required=True, help="folder for the new checkpoints")
+    parser.add_argument("--resume", required=True, help="folder of the resumable training state")
     parser.add_argument("--out", required=True, help="long-form CSV of the runs")
     parser.add_argument("--metrics", required=True, help="summary metrics JSON to write")
     run_stage(main, parser)

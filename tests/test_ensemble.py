@@ -1,6 +1,14 @@
 import torch
 
-from vitheory.ensemble import Ensemble, SGDConfig, Stacked, chunk_plan, loss_and_error, seeded, train_ensemble
+from vitheory.ensemble import (
+    Ensemble,
+    SGDConfig,
+    Stacked,
+    chunk_plan,
+    loss_and_error,
+    seeded,
+    train_ensemble,
+)
 from vitheory.li_tokens import generate
 from vitheory.models import ShallowViT, TokenCNN
 

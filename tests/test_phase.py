@@ -4,7 +4,15 @@ from operator import itemgetter
 import pytest
 import torch
 
-from vitheory.phase import Cell, fit_exponent, n_min, run_chunk, run_grid, success_rates, summarize
+from vitheory.phase import (
+    Cell,
+    fit_exponent,
+    n_min,
+    run_chunk,
+    run_grid,
+    success_rates,
+    summarize,
+)
 
 
 def test_n_min_is_where_success_stays_above_threshold():

@@ -1,11 +1,13 @@
 """The pipeline as a user runs it: dvc.yaml's consistency, then dvc itself on a temporary copy."""
 
 import ast
+import hashlib
 import itertools
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -321,3 +323,40 @@ def test_queued_sweep_runs_every_value_and_shows_the_claim_metrics(repo):
                 assert "attn_relevant_query" in metrics["final"]["test"]
                 steps.add(metrics["steps"])
     assert steps == {20, 60}
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    """sha256 of every file of the pipeline's outputs, temporary names and resumable state aside."""
+    files = [f for top in ("data", "models", "reports") for f in (root / top).rglob("*")
+             if f.is_file() and "resume" not in f.relative_to(root).parts and not f.name.endswith((".tmp", ".old"))
+             and not any(part.endswith(".tmp") for part in f.parts)]
+    return {str(f.relative_to(root)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+
+
+@pytest.mark.pipeline
+def test_a_killed_training_stage_resumes_to_the_same_bytes(repo, tmp_path):
+    """Kill `dvc repro` (its whole process group) mid-training, rerun: same artifacts, nothing lost."""
+    copy = tmp_path / "repo"
+    shutil.copytree(repo, copy, symlinks=True, ignore=shutil.ignore_patterns("tmp"))
+    params = yaml.safe_load((copy / "params.yaml").read_text())
+    _set(params, "real.epochs", 30)  # long enough to be killed in the middle
+    (copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    stage, state = "train_real@cnn-natural", copy / "models/resume/train_real/cnn_natural"
+    _dvc("repro", stage, cwd=copy)
+    uninterrupted, lock = _snapshot(copy), (copy / "dvc.lock").read_text()
+
+    env = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    killed = subprocess.Popen([sys.executable, "-m", "dvc", "repro", "-f", stage], cwd=copy, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not (state / "seed_0.json").exists() and killed.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait()
+    assert json.loads((state / "state.json").read_text())["complete"] is False, "the stage ended before the kill"
+
+    rerun = _dvc("repro", stage, cwd=copy)
+    assert "resuming after epoch" in rerun.stderr
+    assert (copy / "dvc.lock").read_text() == lock
+    assert _snapshot(copy) == uninterrupted
+    assert _dvc("status", stage, "-q", cwd=copy, check=False).returncode == 0

@@ -21,7 +21,13 @@ from vitheory.real import (
     permute_pixels,
     pixel_permutation,
 )
-from vitheory.real_sparsify import add_marker, choose, marker_classes, marker_positions, token_scores
+from vitheory.real_sparsify import (
+    add_marker,
+    choose,
+    marker_classes,
+    marker_positions,
+    token_scores,
+)
 from vitheory.vision import SmallViT, patchify
 
 PARAMS = load_params(ROOT / "params.yaml")

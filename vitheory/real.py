@@ -20,9 +20,10 @@ from tqdm import tqdm
 from vitheory.errors import TrainingDiverged
 from vitheory.images import Images, load_prepared, load_prepared_meta
 from vitheory.params import AlterNetPreset, RealTrainParams, ResNetPreset, ViTPreset
+from vitheory.resume import RunState
 from vitheory.vision import AlterNet, SmallResNet, SmallViT
 
-EpochLog = Callable[[int, dict[str, float]], None]
+EpochLog = Callable[[int], dict[str, float]]
 
 
 @dataclass(frozen=True)
@@ -142,18 +143,23 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int
 
 def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams, *, epochs: int, seed: int,
         permutation: torch.Tensor | None = None, token_keep: Callable[[torch.Tensor], torch.Tensor] | None = None,
-        on_epoch: Callable[[int], None] | None = None, progress: bool = True, desc: str = "train") -> None:
+        on_epoch: EpochLog | None = None, state: RunState | None = None, progress: bool = True,
+        desc: str = "train") -> None:
     """Train in place for `epochs` on normalised images x (already on the model's device).
 
     `token_keep(batch) -> (B, k)` trains with sparsified tokens (the model must accept `keep`).
-    Raises TrainingDiverged when the loss becomes non-finite.
+    `on_epoch(epoch)` returns the metrics to log after each epoch. With a `state`, training starts
+    from its last saved epoch and saves after each epoch, with those metrics: a resumed run ends with
+    the same bytes as an uninterrupted one. Raises TrainingDiverged when the loss becomes non-finite.
     """
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     steps_per_epoch = math.ceil(len(y) / cfg.batch_size)
     total = epochs * steps_per_epoch
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.5 * (1 + math.cos(math.pi * step / total)))
-    for epoch in tqdm(range(1, epochs + 1), desc=desc, disable=not progress, mininterval=1.0):
+    done = state.restore(model, optimizer, schedule, generator) if state else 0
+    for epoch in tqdm(range(done + 1, epochs + 1), desc=desc, disable=not progress, mininterval=1.0,
+                      initial=done, total=epochs):
         model.train()
         order = torch.randperm(len(y), generator=generator).to(x.device)
         for start in range(0, len(y), cfg.batch_size):
@@ -168,5 +174,6 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams
             loss.backward()
             optimizer.step()
             schedule.step()
-        if on_epoch:
-            on_epoch(epoch)
+        metrics = on_epoch(epoch) if on_epoch else {}
+        if state:
+            state.save(epoch, metrics, model, optimizer, schedule, generator)
