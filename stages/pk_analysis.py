@@ -6,7 +6,6 @@ pooling, ViT on the smallest data fraction)."""
 import argparse
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
@@ -59,36 +58,7 @@ def main(params: Params, args: argparse.Namespace) -> None:
     write_table(Path(args.out) / "profiles.csv", PK_PROFILES, profiles)
     write_table(Path(args.out) / "noise.csv", PK_NOISE, noise_rows)
     write_table(Path(args.out) / "hessian.csv", PK_HESSIAN, hessian_rows)
-    write_json(args.metrics, {"device": device.type} | summarize(profiles, noise_rows, hessian_rows))
-
-
-def summarize(profiles: list[tuple], noise_rows: list[tuple], hessian_rows: list[tuple]) -> dict:
-    """Mean change of the high-frequency delta and of the variance across the blocks of each kind (over
-    seeds; ViT, CNN, AlterNet), the accuracy drop at the lowest and highest noise band (ViT, CNN), and
-    NEP and APE (ViT, CNN, ViT with global average pooling, ViT on the smallest data fraction)."""
-    summary = {}
-    for name in ("vit", "cnn", "alternet"):
-        changes = {"high_frequency": {}, "variance": {}}
-        for seed in sorted({row[1] for row in profiles if row[0] == name}):
-            profile = [{"kind": r[3], "high_frequency": r[5], "variance": r[6]}
-                       for r in profiles if r[0] == name and r[1] == seed]
-            for quantity, by_kind in changes.items():
-                for kind, change in pk.change_by_kind(profile, quantity).items():
-                    by_kind.setdefault(kind, []).append(change)
-        for quantity, by_kind in changes.items():
-            for kind, values in by_kind.items():
-                summary[f"{name}_{quantity}_change_{kind}"] = float(np.mean(values))
-    for name in ("vit", "cnn"):
-        drops = {}
-        for _, _, frequency, drop in (r for r in noise_rows if r[0] == name):
-            drops.setdefault(frequency, []).append(drop)
-        summary[f"{name}_noise_drop_lowest"] = float(np.mean(drops[min(drops)]))
-        summary[f"{name}_noise_drop_highest"] = float(np.mean(drops[max(drops)]))
-    for name in ("vit", "cnn", "vit_gap", "vit_small"):
-        eigenvalues = np.array([r[4] for r in hessian_rows if r[0] == name])
-        summary[f"{name}_nep"] = float((eigenvalues < 0).mean())
-        summary[f"{name}_ape"] = float(eigenvalues[eigenvalues > 0].mean()) if (eigenvalues > 0).any() else 0.0
-    return summary
+    write_json(args.metrics, {"device": device.type} | pk.summarize(profiles, noise_rows, hessian_rows))
 
 
 if __name__ == "__main__":

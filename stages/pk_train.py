@@ -3,14 +3,13 @@ class-balanced fractions of the training images (PK-1), AlterNet and a CNN of it
 ViT with global average pooling (PK-2); with every model's training and test loss and error."""
 
 import argparse
-import statistics
 import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
 
-from vitheory import images
+from vitheory import images, pk
 from vitheory.artifacts import atomic_path, write_json, write_table
 from vitheory.checkpoint import load_checkpoint, save_checkpoint
 from vitheory.cli import run_stage
@@ -67,15 +66,7 @@ def main(params: Params, args: argparse.Namespace) -> None:
                     "train": asdict(real), "data": asdict(params.images), "device": device.type})
     resume.finish()
     write_table(args.out, PK_TRAIN_RUNS, runs)
-    summary = {"device": device.type}
-    for name, fraction in sorted({(r[0], r[1]) for r in runs}):
-        rows = [r for r in runs if r[:2] == (name, fraction)]
-        key = f"{name}_{fraction:g}"
-        summary |= {f"{key}_train_error": statistics.mean(r[4] for r in rows),
-                    f"{key}_test_error": statistics.mean(r[6] for r in rows),
-                    f"{key}_train_loss": statistics.mean(r[3] for r in rows),
-                    f"{key}_test_loss": statistics.mean(r[5] for r in rows)}
-    write_json(args.metrics, summary)
+    write_json(args.metrics, {"device": device.type} | pk.training_summary(runs))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from vitheory.artifacts import atomic_path, read_json, write_json
 from vitheory.claims import evaluate_all
 from vitheory.cli import run_stage
 from vitheory.params import DEFAULT_PATH, Params
-from vitheory.report import render_report
+from vitheory.report import render_report, source_revision
 
 
 def main(params: Params, args: argparse.Namespace) -> None:
@@ -20,7 +20,7 @@ def main(params: Params, args: argparse.Namespace) -> None:
     devices = {stage: read_json(reports / path, stage)["device"] for stage, path in sources.items()}
     write_json(reports / "claims.json", {"claims": records})
     with atomic_path(reports / "REPORT.md") as tmp:
-        tmp.write_text(render_report(records, params, DEFAULT_PATH.read_text(), devices))
+        tmp.write_text(render_report(records, params, DEFAULT_PATH.read_text(), devices, source_revision(Path.cwd())))
 
 
 if __name__ == "__main__":

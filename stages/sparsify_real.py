@@ -2,7 +2,6 @@
 the spurious-patch test (claim LI-5)."""
 
 import argparse
-import statistics
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from vitheory.ensemble import resolve_device
 from vitheory.errors import ParamsError
 from vitheory.params import Params
 from vitheory.real import build_model, evaluate, load_images
-from vitheory.real_sparsify import STRATEGIES, finetune_sparsified, sparsified_accuracy, spurious_runs
+from vitheory.real_sparsify import STRATEGIES, finetune_sparsified, sparsified_accuracy, spurious_runs, summarize
 from vitheory.schemas import SPARSIFY_REAL_RUNS
 
 
@@ -47,19 +46,7 @@ def main(params: Params, args: argparse.Namespace) -> None:
                           keep=half, marker_value=float(x["train"].max()), marker_seed=cfg.spurious.seed,
                           n_classes=data.n_classes)
     write_table(args.out, SPARSIFY_REAL_RUNS, rows)
-
-    def mean(experiment: str, strategy: str, kept: int, finetuned: int) -> float:
-        return statistics.mean(r[-1] for r in rows if r[:3] == (experiment, strategy, kept) and r[4] == finetuned)
-
-    summary = {"device": device.type, "patches": patches, "half": half,
-               "full_accuracy": mean("natural", "all", patches, 0)}
-    for finetuned, label in ((0, "inference"), (1, "finetuned")):
-        for strategy in STRATEGIES:
-            summary[f"{label}_{strategy}_half_accuracy"] = mean("natural", strategy, half, finetuned)
-    for experiment in ("spurious_removed", "spurious_decorrelated"):
-        summary[f"{experiment}_all_accuracy"] = mean(experiment, "all", patches, 0)
-        summary[f"{experiment}_attention_half_accuracy"] = mean(experiment, "attention", half, 0)
-    write_json(args.metrics, summary)
+    write_json(args.metrics, {"device": device.type} | summarize(rows, patches, half))
 
 
 if __name__ == "__main__":

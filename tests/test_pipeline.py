@@ -283,6 +283,67 @@ def test_verify_names_what_was_tampered_with(repo, path, edit, expected):
     assert expected in run.stdout
 
 
+def _truncate(data: bytes) -> bytes:
+    return data[:-100]
+
+
+def _flip_last_byte(data: bytes) -> bytes:
+    """Still a readable safetensors file: one tensor value changed."""
+    return data[:-1] + bytes([data[-1] ^ 0xFF])
+
+
+def _widen_config(data: bytes) -> bytes:
+    config = json.loads(data)
+    config["config"]["width"] *= 2
+    return json.dumps(config).encode()
+
+
+CHECKPOINT = "models/real/vit_natural/seed_0"
+ARTIFACT_FAULTS = {
+    "truncated safetensors": (f"{CHECKPOINT}/model.safetensors", _truncate,
+                              f"{CHECKPOINT}/model.safetensors: not a readable safetensors file"),
+    "config not matching tensors": (f"{CHECKPOINT}/config.json", _widen_config,
+                                    f"{CHECKPOINT}/model.safetensors: tensors do not match config.json"),
+    "missing data file": ("data/images/test.safetensors", None,
+                          "data/images/test.safetensors: missing; run `dvc repro prepare_images`"),
+}
+
+
+@pytest.mark.pipeline
+@pytest.mark.parametrize("fault", sorted(ARTIFACT_FAULTS))
+def test_a_bad_artifact_is_one_line_from_verify_and_from_the_stage_that_reads_it(repo, fault):
+    path, edit, expected = ARTIFACT_FAULTS[fault]
+    target = repo / path
+    original = target.read_bytes()
+    try:
+        if edit is None:
+            target.unlink()
+        else:
+            target.write_bytes(edit(original))
+        verified = _verify(repo)
+        stage = _run([sys.executable, "-m", *STAGES["sparsify_real"]["cmd"].split()[2:]], repo, check=False)
+    finally:
+        target.write_bytes(original)
+    assert verified.returncode == 2 and expected in verified.stdout, verified.stdout
+    assert "Traceback" not in verified.stdout + verified.stderr
+    assert stage.returncode == 2 and "Traceback" not in stage.stderr, stage.stderr
+    errors = [line for line in stage.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and expected in errors[0], stage.stderr
+
+
+@pytest.mark.pipeline
+def test_verify_names_an_edited_but_readable_checkpoint(repo):
+    target = repo / CHECKPOINT / "model.safetensors"
+    original = target.read_bytes()
+    try:
+        target.write_bytes(_flip_last_byte(original))
+        run = _verify(repo)
+    finally:
+        target.write_bytes(original)
+    assert run.returncode == 2
+    assert "stage train_real@vit-natural is out of date" in run.stdout and "vit_natural" in run.stdout
+
+
 @pytest.mark.pipeline
 def test_remote_round_trip_needs_no_recomputation(repo, tmp_path):
     """push to a local DVC remote, clone afresh, pull: verify passes and nothing is out of date."""
@@ -354,6 +415,8 @@ def test_a_killed_training_stage_resumes_to_the_same_bytes(repo, tmp_path):
     os.killpg(killed.pid, signal.SIGKILL)
     killed.wait()
     assert json.loads((state / "state.json").read_text())["complete"] is False, "the stage ended before the kill"
+    interrupted = _verify(copy)
+    assert interrupted.returncode == 2 and f"stage {stage} is out of date" in interrupted.stdout
 
     rerun = _dvc("repro", stage, cwd=copy)
     assert "resuming after epoch" in rerun.stderr

@@ -12,7 +12,7 @@ import csv
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,24 @@ def write_table(path: str | Path, columns: Sequence[str], rows: Iterable[Sequenc
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(columns)
         writer.writerows(rows)
+
+
+def read_table(path: str | Path, stage: str, columns: Mapping[str, Callable[[str], Any]]) -> list[dict[str, Any]]:
+    """The rows of a CSV written by `write_table` with exactly `columns`, each value parsed by its column's type."""
+    path = Path(path)
+    if not path.is_file():
+        raise artifact_error(path, stage, "missing")
+    try:
+        with open(path, newline="") as handle:
+            reader = csv.DictReader(handle)
+            if tuple(reader.fieldnames or ()) != tuple(columns):
+                raise artifact_error(path, stage, f"columns {reader.fieldnames} are not {list(columns)}")
+            rows = [{key: columns[key](value) for key, value in row.items()} for row in reader]
+    except (ValueError, TypeError, KeyError, UnicodeDecodeError) as err:
+        raise artifact_error(path, stage, f"a row does not parse ({err.__class__.__name__}: {err})") from None
+    if not rows:
+        raise artifact_error(path, stage, "has no rows")
+    return rows
 
 
 def write_json(path: str | Path, obj: Any) -> None:

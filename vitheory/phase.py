@@ -9,7 +9,6 @@ runs of its seed (common random numbers make the curves over N and alpha* less n
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -21,7 +20,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from vitheory.artifacts import artifact_error
+from vitheory.artifacts import read_table
 from vitheory.ensemble import Ensemble, SGDConfig, Stacked, chunk_plan, loss_and_error, seeded, train_ensemble
 from vitheory.li_tokens import generate
 from vitheory.models import builder
@@ -91,21 +90,7 @@ def run_grid(cfg: PhaseParams, model: str, device: torch.device, progress: bool 
 
 def read_runs(path: Path) -> list[dict]:
     """Rows of a phase_diagram CSV, typed."""
-    types = {"model": str, "alpha_star": float, "n_train": int, "seed": int, "test_error": float,
-             "steps_to_zero_train_error": int, "success": int}
-    try:
-        with open(path, newline="") as handle:
-            reader = csv.DictReader(handle)
-            if tuple(reader.fieldnames or ()) != COLUMNS:
-                raise artifact_error(path, "phase_diagram", f"columns {reader.fieldnames} are not {list(COLUMNS)}")
-            rows = [{k: types[k](v) for k, v in row.items()} for row in reader]
-    except OSError:
-        raise artifact_error(path, "phase_diagram", "missing or unreadable") from None
-    except (ValueError, TypeError) as err:
-        raise artifact_error(path, "phase_diagram", f"a value does not parse ({err})") from None
-    if not rows:
-        raise artifact_error(path, "phase_diagram", "has no runs")
-    return rows
+    return read_table(path, "phase_diagram", COLUMNS)
 
 
 def success_rates(rows: Sequence[dict], seeds: Sequence[int] | None = None) -> dict[float, dict[int, float]]:

@@ -7,7 +7,8 @@ Park, Kim. "How Do Vision Transformers Work?" ICLR 2022, arXiv 2202.06709.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import statistics
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -116,3 +117,48 @@ def top_eigenvalues(operator: LinearOperator, k: int, seed: int, tol: float = 1e
     """The k eigenvalues of largest magnitude (Lanczos, scipy's eigsh), ascending."""
     start = np.random.default_rng(seed).standard_normal(operator.shape[0])
     return np.sort(eigsh(operator, k=k, which="LM", v0=start, tol=tol, return_eigenvectors=False))
+
+
+def summarize(profiles: Sequence[Sequence], noise_rows: Sequence[Sequence], hessian_rows: Sequence[Sequence]) -> dict:
+    """pk_analysis's metrics from its tables (rows in the order of schemas.PK_PROFILES, PK_NOISE,
+    PK_HESSIAN). Mean change of the high-frequency delta and of the variance across the blocks of each kind (over
+    seeds; ViT, CNN, AlterNet), the accuracy drop at the lowest and highest noise band (ViT, CNN), and
+    NEP and APE (ViT, CNN, ViT with global average pooling, ViT on the smallest data fraction)."""
+    summary = {}
+    for name in ("vit", "cnn", "alternet"):
+        changes = {"high_frequency": {}, "variance": {}}
+        for seed in sorted({row[1] for row in profiles if row[0] == name}):
+            profile = [{"kind": r[3], "high_frequency": r[5], "variance": r[6]}
+                       for r in profiles if r[0] == name and r[1] == seed]
+            for quantity, by_kind in changes.items():
+                for kind, change in change_by_kind(profile, quantity).items():
+                    by_kind.setdefault(kind, []).append(change)
+        for quantity, by_kind in changes.items():
+            for kind, values in by_kind.items():
+                summary[f"{name}_{quantity}_change_{kind}"] = float(np.mean(values))
+    for name in ("vit", "cnn"):
+        drops = {}
+        for _, _, frequency, drop in (r for r in noise_rows if r[0] == name):
+            drops.setdefault(frequency, []).append(drop)
+        summary[f"{name}_noise_drop_lowest"] = float(np.mean(drops[min(drops)]))
+        summary[f"{name}_noise_drop_highest"] = float(np.mean(drops[max(drops)]))
+    for name in ("vit", "cnn", "vit_gap", "vit_small"):
+        eigenvalues = np.array([r[4] for r in hessian_rows if r[0] == name])
+        summary[f"{name}_nep"] = float((eigenvalues < 0).mean())
+        summary[f"{name}_ape"] = float(eigenvalues[eigenvalues > 0].mean()) if (eigenvalues > 0).any() else 0.0
+    return summary
+
+
+
+def training_summary(runs: Sequence[Sequence]) -> dict[str, float]:
+    """pk_train's metrics from its runs (rows in the order of schemas.PK_TRAIN_RUNS): mean training and
+    test error and loss over seeds of each model and data fraction, keyed `<model>_<fraction>_<quantity>`."""
+    summary = {}
+    for name, fraction in sorted({(r[0], r[1]) for r in runs}):
+        rows = [r for r in runs if (r[0], r[1]) == (name, fraction)]
+        key = f"{name}_{fraction:g}"
+        summary |= {f"{key}_train_error": statistics.mean(r[4] for r in rows),
+                    f"{key}_test_error": statistics.mean(r[6] for r in rows),
+                    f"{key}_train_loss": statistics.mean(r[3] for r in rows),
+                    f"{key}_test_loss": statistics.mean(r[5] for r in rows)}
+    return summary

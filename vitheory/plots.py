@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -33,14 +34,14 @@ def save_figure(fig: plt.Figure, path: str | Path, dpi: int) -> None:
     plt.close(fig)
 
 
-def read_table(path: str | Path, columns: tuple[str, ...], stage: str) -> pd.DataFrame:
+def read_table(path: str | Path, columns: Mapping[str, type], stage: str) -> pd.DataFrame:
     """A long-form CSV with exactly `columns`, or one ArtifactError line naming the stage to rerun."""
     path = Path(path)
     try:
         table = pd.read_csv(path)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise artifact_error(path, stage, f"not a readable CSV ({err.__class__.__name__})") from None
-    if tuple(table.columns) != columns:
+    if tuple(table.columns) != tuple(columns):
         raise artifact_error(path, stage, f"columns {list(table.columns)} are not {list(columns)}")
     return table
 

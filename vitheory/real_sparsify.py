@@ -6,7 +6,8 @@ spurious patch correlated with the class in training, removed or decorrelated at
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+import statistics
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -115,3 +116,21 @@ def spurious_runs(build: Callable[[], SmallViT], x: dict[str, torch.Tensor], y: 
             rows.append((experiment, "attention", keep, seed, 0,
                          sparsified_accuracy(model, model, images, y["test"], keep, "attention", seed)))
     return rows
+
+
+def summarize(rows: Sequence[Sequence], patches: int, half: int) -> dict[str, float]:
+    """sparsify_real's metrics from its runs (rows in the order of schemas.SPARSIFY_REAL_RUNS): mean test
+    accuracy over seeds with all tokens and with half of them kept by each strategy, at inference and
+    fine-tuned, and of the spurious-marker experiments."""
+    def mean(experiment: str, strategy: str, kept: int, finetuned: int) -> float:
+        return statistics.mean(r[-1] for r in rows if tuple(r[:3]) == (experiment, strategy, kept)
+                               and r[4] == finetuned)
+
+    summary = {"patches": patches, "half": half, "full_accuracy": mean("natural", "all", patches, 0)}
+    for finetuned, label in ((0, "inference"), (1, "finetuned")):
+        for strategy in STRATEGIES:
+            summary[f"{label}_{strategy}_half_accuracy"] = mean("natural", strategy, half, finetuned)
+    for experiment in ("spurious_removed", "spurious_decorrelated"):
+        summary[f"{experiment}_all_accuracy"] = mean(experiment, "all", patches, 0)
+        summary[f"{experiment}_attention_half_accuracy"] = mean(experiment, "attention", half, 0)
+    return summary
