@@ -84,6 +84,14 @@ def test_every_param_is_read_by_a_stage():
     assert not unread, f"params no stage lists (dead, or a stage misses them): {unread}"
 
 
+def test_the_paper_preset_scales_every_stage_that_computes():
+    preset = _leaf_keys(yaml.safe_load((ROOT / "presets/paper.yaml").read_text()))
+    unscaled = [name for name, stage in STAGES.items() if name not in ("render", "report")
+                and not any(key == p or key.startswith(p + ".") for p in stage.get("params", [])
+                            if isinstance(p, str) and p != "train.device" for key in preset)]
+    assert not unscaled, f"presets/paper.yaml changes none of the params of {unscaled}"
+
+
 def test_render_settings_do_not_retrain():
     for name in ("generate", "train_li_vit"):
         assert not any(str(p).startswith("render") for p in STAGES[name].get("params", []))

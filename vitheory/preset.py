@@ -43,6 +43,10 @@ def main(argv: list[str]) -> int:
     except ParamsError as err:
         print(f"error: {argv[0]}: {err}", file=sys.stderr)
         return 2
+    except (OSError, yaml.YAMLError) as err:
+        print(f"error: cannot read {getattr(err, 'filename', None) or 'a YAML file'}: {err.__class__.__name__}; "
+              f"usage: python -m vitheory.preset PRESET.yaml [params.yaml]", file=sys.stderr)
+        return 2
     print(f"{argv[0]} applied to {argv[1] if len(argv) > 1 else DEFAULT_PATH}; `git checkout params.yaml` undoes it")
     return 0
 
