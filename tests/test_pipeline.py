@@ -196,6 +196,9 @@ def test_forced_rerun_gives_the_same_bytes(repo):
     before = (repo / "dvc.lock").read_text()
     _dvc("repro", "-f", cwd=repo)
     assert (repo / "dvc.lock").read_text() == before
+    timings = (repo / "reports/timings/train_li_vit.jsonl").read_text().splitlines()
+    assert len(timings) >= 2 and json.loads(timings[-1])["seconds"] > 0  # wall clock: logged, not tracked
+    assert _run(["git", "check-ignore", "-q", "reports/timings/train_li_vit.jsonl"], repo, check=False).returncode == 0
 
 
 @pytest.mark.pipeline

@@ -4,11 +4,17 @@ failures into one line."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
 
 from vitheory.errors import VitheoryError
 from vitheory.params import DEFAULT_PATH, Params, load_params
+
+TIMINGS = Path("reports/timings")
 
 
 def run_stage(main: Callable[[Params, argparse.Namespace], None], parser: argparse.ArgumentParser) -> None:
@@ -19,8 +25,20 @@ def run_stage(main: Callable[[Params, argparse.Namespace], None], parser: argpar
     `error:` line on stderr instead of a traceback, before `main` writes any output.
     """
     args = parser.parse_args()
+    start = time.perf_counter()
     try:
         main(load_params(DEFAULT_PATH), args)
     except VitheoryError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
+    log_timing(Path(sys.argv[0]).stem, sys.argv[1:], time.perf_counter() - start)
+
+
+def log_timing(stage: str, argv: list[str], seconds: float) -> None:
+    """Append the run's wall-clock time to reports/timings/<stage>.jsonl: git-ignored and no DVC output,
+    so that tracked outputs hold no wall-clock value and stay byte-identical from run to run."""
+    TIMINGS.mkdir(parents=True, exist_ok=True)
+    record = {"finished": datetime.now(UTC).isoformat(timespec="seconds"), "seconds": round(seconds, 1),
+              "argv": argv}
+    with open(TIMINGS / f"{stage}.jsonl", "a") as handle:
+        handle.write(json.dumps(record) + "\n")
