@@ -273,11 +273,26 @@ def _drop_last_row(text: str) -> str:
     return "\n".join(text.splitlines()[:-1]) + "\n"
 
 
+def _lower_a_stored_accuracy(text: str) -> str:
+    stored = json.loads(text)
+    stored["runs"]["seed_0"]["test_accuracy"] -= 0.01
+    return json.dumps(stored)
+
+
+def _raise_a_stored_error(text: str) -> str:
+    stored = json.loads(text)
+    stored["vit_1_test_error"] += 0.01
+    return json.dumps(stored)
+
+
 @pytest.mark.pipeline
 @pytest.mark.parametrize("path,edit,expected", [
     ("reports/claims.json", _flip_first_verdict, "does not match the artifacts"),
     ("reports/sparsify/runs.csv", _drop_last_row, "stage sparsify is out of date"),
     ("reports/metrics/phase.json", None, "phase.json: missing; run `dvc repro phase_fit`"),
+    ("reports/real/vit_natural.json", _lower_a_stored_accuracy, "seed_0's test accuracy"),
+    ("reports/metrics/pk_train.json", _raise_a_stored_error,
+     "reports/metrics/pk_train.json: differs from reports/pk_train/runs.csv; run `dvc repro -f pk_train`"),
 ])
 def test_verify_names_what_was_tampered_with(repo, path, edit, expected):
     target = repo / path

@@ -25,7 +25,6 @@ import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from statistics import mean
 from typing import Any
 
 import torch
@@ -61,8 +60,9 @@ def lock_problems(root: Path) -> list[str]:
             for stage, changes in status.items()]
 
 
-def _differs(path: str, what: str) -> list[str]:
-    return [f"{path}: {what}; run `python -m vitheory.verify` after `dvc repro` or `dvc checkout`"]
+def _differs(path: str, what: str, stage: str) -> list[str]:
+    """A summary that its own raw artifacts do not reproduce: only rerunning its stage mends it."""
+    return [f"{path}: {what}; run `dvc repro -f {stage}` to rebuild it"]
 
 
 def _rows(path: Path, stage: str, columns: dict[str, type]) -> list[tuple]:
@@ -76,7 +76,8 @@ def _li_vit(root: Path) -> list[str]:
         logged.setdefault(row["step"], {}).setdefault(row["split"], {})[row["metric"]] = row["value"]
     derived = {"initial": logged.get(0), "final": logged.get(stored["steps"])}
     return [] if same(derived, {k: stored[k] for k in derived}) else _differs(
-        "reports/metrics/li_vit.json", "initial/final values differ from reports/history/li_vit.csv")
+        "reports/metrics/li_vit.json", "initial/final values differ from reports/history/li_vit.csv",
+        "train_li_vit")
 
 
 def _phase(root: Path) -> list[str]:
@@ -86,7 +87,7 @@ def _phase(root: Path) -> list[str]:
             if not same(summarize(read_runs(root / f"reports/phase/{model}.csv"), fit.success_rate, fit.bootstrap,
                                   fit.seed), stored[model])
             for problem in _differs("reports/metrics/phase.json", f"model {model} differs from a refit of "
-                                    f"reports/phase/{model}.csv")]
+                                    f"reports/phase/{model}.csv", "phase_fit")]
 
 
 def _sparsify(root: Path) -> list[str]:
@@ -94,8 +95,8 @@ def _sparsify(root: Path) -> list[str]:
     losses: dict[str, list[float]] = {}
     for row in read_table(root / "reports/sparsify/runs.csv", "sparsify", schemas.SPARSIFY_RUNS):
         losses.setdefault(row["strategy"], []).append(row["test_loss"])
-    return [] if same({s: mean(v) for s, v in losses.items()}, stored) else _differs(
-        "reports/metrics/sparsify.json", "means differ from reports/sparsify/runs.csv")
+    return [] if same({s: statistics.mean(v) for s, v in losses.items()}, stored) else _differs(
+        "reports/metrics/sparsify.json", "means differ from reports/sparsify/runs.csv", "sparsify")
 
 
 def _spatial(root: Path) -> list[str]:
@@ -110,7 +111,8 @@ def _spatial(root: Path) -> list[str]:
     derived = {moment: jsl.summarize([series[step][seed] for seed in sorted(series[step])])
                for moment, step in (("initial", 0), ("final", last))}
     problems = [] if same(derived, stored["vit"]) else _differs(
-        "reports/metrics/spatial.json", "the ViT's medians differ from reports/history/spatial.csv")
+        "reports/metrics/spatial.json", "the ViT's medians differ from reports/history/spatial.csv",
+        "train_spatial")
     sets = spatial.load(root / "data/spatial", "structure", ("sets",))["sets"]
     exact = []
     for seed in range(stored["seeds"]):
@@ -118,7 +120,7 @@ def _spatial(root: Path) -> list[str]:
         exact.append(spatial.association(P @ P.T, sets)["exact"])
     if not same(statistics.median(exact), stored["vit"]["final"]["pos_exact_median"]):
         problems += _differs("reports/metrics/spatial.json", "the association differs from that of the "
-                             "checkpoints in models/spatial/vit")
+                             "checkpoints in models/spatial/vit", "train_spatial")
     return problems
 
 
@@ -128,7 +130,8 @@ def _transfer(root: Path) -> list[str]:
     derived = {f"{method}_n_needed": jsl.samples_needed(runs, method, stored["target_error"])
                for method in ("finetune", "scratch")} | {"diverged_runs": sum(run[-1] for run in runs)}
     return [] if same(derived, {k: stored[k] for k in derived}) else _differs(
-        "reports/metrics/transfer.json", "samples needed differ from reports/transfer/runs.csv")
+        "reports/metrics/transfer.json", "samples needed differ from reports/transfer/runs.csv",
+        "transfer")
 
 
 def _train_real(root: Path) -> list[str]:
@@ -147,13 +150,13 @@ def _train_real(root: Path) -> list[str]:
             accuracy = real.evaluate(model, x, test.y["test"])["accuracy"]
             if not same(accuracy, run["test_accuracy"]):
                 problems += _differs(str(path.relative_to(root)), f"{key}'s test accuracy {run['test_accuracy']:.4f} "
-                                     f"differs from its checkpoint's, {accuracy:.4f}")
+                                     f"differs from its checkpoint's, {accuracy:.4f}", stage)
             accuracies.append(run["test_accuracy"])
         derived = {"test_accuracy_mean": statistics.mean(accuracies), "test_accuracy_min": min(accuracies),
                    "test_accuracy_max": max(accuracies),
                    "test_accuracy_std": statistics.stdev(accuracies) if len(accuracies) > 1 else 0.0}
         if not same(derived, {k: stored[k] for k in derived}):
-            problems += _differs(str(path.relative_to(root)), "the summary differs from its runs")
+            problems += _differs(str(path.relative_to(root)), "the summary differs from its runs", stage)
     return problems
 
 
@@ -162,14 +165,15 @@ def _sparsify_real(root: Path) -> list[str]:
     rows = _rows(root / "reports/sparsify_real/runs.csv", "sparsify_real", schemas.SPARSIFY_REAL_RUNS)
     derived = real_sparsify.summarize(rows, stored["patches"], stored["half"])
     return [] if same(derived, {k: stored[k] for k in derived}) else _differs(
-        "reports/metrics/sparsify_real.json", "differs from reports/sparsify_real/runs.csv")
+        "reports/metrics/sparsify_real.json", "differs from reports/sparsify_real/runs.csv",
+        "sparsify_real")
 
 
 def _pk_train(root: Path) -> list[str]:
     stored = read_json(root / "reports/metrics/pk_train.json", "pk_train")
     derived = pk.training_summary(_rows(root / "reports/pk_train/runs.csv", "pk_train", schemas.PK_TRAIN_RUNS))
     return [] if same(derived, {k: v for k, v in stored.items() if k != "device"}) else _differs(
-        "reports/metrics/pk_train.json", "differs from reports/pk_train/runs.csv")
+        "reports/metrics/pk_train.json", "differs from reports/pk_train/runs.csv", "pk_train")
 
 
 def _pk(root: Path) -> list[str]:
@@ -177,7 +181,7 @@ def _pk(root: Path) -> list[str]:
     tables = [_rows(root / f"reports/pk/{name}.csv", "pk_analysis", columns) for name, columns in
               (("profiles", schemas.PK_PROFILES), ("noise", schemas.PK_NOISE), ("hessian", schemas.PK_HESSIAN))]
     return [] if same(pk.summarize(*tables), {k: v for k, v in stored.items() if k != "device"}) else _differs(
-        "reports/metrics/pk.json", "differs from reports/pk/{profiles,noise,hessian}.csv")
+        "reports/metrics/pk.json", "differs from reports/pk/{profiles,noise,hessian}.csv", "pk_analysis")
 
 
 # Each re-derives one stage's summary metrics (which the claims read) from its raw tables or checkpoints.
