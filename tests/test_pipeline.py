@@ -418,10 +418,11 @@ def test_queued_sweep_runs_every_value_and_shows_the_claim_metrics(repo):
 
 
 def _snapshot(root: Path) -> dict[str, str]:
-    """sha256 of every file of the pipeline's outputs, temporary names and resumable state aside."""
+    """sha256 of every file of the pipeline's outputs; temporary names, resumable state and the
+    wall-clock log aside."""
     files = [f for top in ("data", "models", "reports") for f in (root / top).rglob("*")
-             if f.is_file() and "resume" not in f.relative_to(root).parts and not f.name.endswith((".tmp", ".old"))
-             and not any(part.endswith(".tmp") for part in f.parts)]
+             if f.is_file() and not {"resume", "timings"} & set(f.relative_to(root).parts)
+             and not any(part.endswith((".tmp", ".old")) for part in f.parts)]
     return {str(f.relative_to(root)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
 
 
@@ -438,7 +439,7 @@ def test_a_killed_training_stage_resumes_to_the_same_bytes(repo, tmp_path):
     uninterrupted, lock = _snapshot(copy), (copy / "dvc.lock").read_text()
 
     env = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    killed = subprocess.Popen([sys.executable, "-m", "dvc", "repro", "-f", stage], cwd=copy, env=env,
+    killed = subprocess.Popen([sys.executable, "-m", "dvc", "repro", "-f", "-s", stage], cwd=copy, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 120
     while not (state / "seed_0.json").exists() and killed.poll() is None and time.monotonic() < deadline:
