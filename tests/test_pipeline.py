@@ -1,6 +1,7 @@
 """The pipeline as a user runs it: dvc.yaml's consistency, then dvc itself on a temporary copy."""
 
 import ast
+import contextlib
 import hashlib
 import itertools
 import json
@@ -264,6 +265,20 @@ def test_verify_agrees_with_a_fresh_run(repo):
     assert "DIFFERS" not in run.stdout
 
 
+@contextlib.contextmanager
+def _faulty(target: Path, edit):
+    """`target` rewritten by `edit(bytes) -> bytes`, or deleted when edit is None; restored afterwards."""
+    original = target.read_bytes()
+    try:
+        if edit is None:
+            target.unlink()
+        else:
+            target.write_bytes(edit(original))
+        yield
+    finally:
+        target.write_bytes(original)
+
+
 def _flip_first_verdict(text: str) -> str:
     flipped = {"true": "false", "false": "true"}
     return re.sub(r'"holds": (true|false)', lambda m: f'"holds": {flipped[m[1]]}', text, count=1)
@@ -295,16 +310,8 @@ def _raise_a_stored_error(text: str) -> str:
      "reports/metrics/pk_train.json: differs from reports/pk_train/runs.csv; run `dvc repro -f pk_train`"),
 ])
 def test_verify_names_what_was_tampered_with(repo, path, edit, expected):
-    target = repo / path
-    original = target.read_bytes()
-    try:
-        if edit is None:
-            target.unlink()
-        else:
-            target.write_text(edit(original.decode()))
+    with _faulty(repo / path, edit and (lambda data: edit(data.decode()).encode())):
         run = _verify(repo)
-    finally:
-        target.write_bytes(original)
     assert run.returncode == 2
     assert expected in run.stdout
 
@@ -339,17 +346,9 @@ ARTIFACT_FAULTS = {
 @pytest.mark.parametrize("fault", sorted(ARTIFACT_FAULTS))
 def test_a_bad_artifact_is_one_line_from_verify_and_from_the_stage_that_reads_it(repo, fault):
     path, edit, expected = ARTIFACT_FAULTS[fault]
-    target = repo / path
-    original = target.read_bytes()
-    try:
-        if edit is None:
-            target.unlink()
-        else:
-            target.write_bytes(edit(original))
+    with _faulty(repo / path, edit):
         verified = _verify(repo)
         stage = _run([sys.executable, "-m", *STAGES["sparsify_real"]["cmd"].split()[2:]], repo, check=False)
-    finally:
-        target.write_bytes(original)
     assert verified.returncode == 2 and expected in verified.stdout, verified.stdout
     assert "Traceback" not in verified.stdout + verified.stderr
     assert stage.returncode == 2 and "Traceback" not in stage.stderr, stage.stderr
