@@ -18,11 +18,13 @@ from dataclasses import replace
 
 import torch
 
-from vitheory.ensemble import hinge, seeded
-from vitheory.li_tokens import generate
-from vitheory.models import builder
-from vitheory.params import PhaseParams, load_params
-from vitheory.phase import cells, run_grid
+from vitheory.core.device import seeded
+from vitheory.core.ensemble import TEST_SCREEN, hinge
+from vitheory.li23.models import builder
+from vitheory.li23.params import PhaseParams, cell_tokens
+from vitheory.li23.phase import cells, run_grid
+from vitheory.li23.tokens import generate
+from vitheory.params import load_params
 
 
 def matmul_peak_gflops(size: int = 2048, repeats: int = 10) -> float:
@@ -44,16 +46,17 @@ def forward_flops(cfg: PhaseParams, model: str) -> float:
     return 2 * (mixing + length * d * m + length * m)
 
 
-def plain_loop(cfg: PhaseParams, model: str) -> tuple[list[dict], int]:
-    """Each cell alone, the textbook way. Returns rows like run_grid's and the examples processed."""
+def plain_loop(cfg: PhaseParams, grid: str, model: str) -> tuple[list[dict], int]:
+    """Each cell alone, the textbook way, with the same checks (zero training loss and error, zero test
+    error screened on the first test examples). Returns rows like run_grid's and the examples processed."""
     recipe = getattr(cfg, model)
-    build = builder(recipe.model, cfg.data.dim)
+    build = builder(model, recipe.model, cfg.data.dim)
     rows, examples = [], 0
     pools = {}
-    for cell in cells(cfg):
+    for cell in cells(getattr(cfg.grids, grid)):
         key = (cell.alpha_star, cell.seed)
         if key not in pools:
-            pools[key] = generate(cfg.data.tokens(cell.alpha_star, cfg.data.seed + cell.seed))
+            pools[key] = generate(cell_tokens(cfg.data, cell.alpha_star, cfg.data.seed + cell.seed))
         train, test = pools[key]
         x, y = train.X[:cell.n_train], train.y[:cell.n_train].float()
         net = seeded(cell.seed, build)
@@ -61,15 +64,22 @@ def plain_loop(cfg: PhaseParams, model: str) -> tuple[list[dict], int]:
         for name, param in net.named_parameters():
             groups[net.param_group(name)].append(param)
         optimizer = torch.optim.SGD([
-            {"params": groups["mixing"], "lr": recipe.lr_mixing * cfg.alpha_ref / cell.alpha_star},
+            {"params": groups["mixing"], "lr": recipe.lr_mixing},
             {"params": groups["mlp"], "lr": recipe.lr_mlp}])
         generator = torch.Generator().manual_seed(cell.seed)
-        zero_error_step = -1
+        zero_error_step = zero_test_step = -1
         for step in range(cfg.steps + 1):
             if step % cfg.eval_every == 0 or step == cfg.steps:
                 with torch.no_grad():
                     out = net(x)
-                examples += len(x)
+                    examples += len(x)
+                    if zero_test_step < 0:
+                        screened = (test.y[:TEST_SCREEN].float() * net(test.X[:TEST_SCREEN]) <= 0).sum() == 0
+                        examples += TEST_SCREEN
+                        if screened:
+                            examples += len(test.y)
+                            if (test.y.float() * net(test.X) <= 0).sum() == 0:
+                                zero_test_step = step
                 if zero_error_step < 0 and (y * out <= 0).sum() == 0:
                     zero_error_step = step
                 if hinge(out, y).sum() == 0 or step == cfg.steps:
@@ -83,35 +93,40 @@ def plain_loop(cfg: PhaseParams, model: str) -> tuple[list[dict], int]:
         with torch.no_grad():
             error = (test.y.float() * net(test.X) <= 0).float().mean().item()
         rows.append({"alpha_star": cell.alpha_star, "n_train": cell.n_train, "seed": cell.seed,
-                     "test_error": error, "steps_to_zero_train_error": zero_error_step})
+                     "test_error": error, "steps_to_zero_train_error": zero_error_step,
+                     "steps_to_zero_test_error": zero_test_step})
     return rows, examples
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", choices=["vit", "cnn"], default="vit")
+    parser.add_argument("--grid", choices=["default", "wide"], default="default")
     parser.add_argument("--seeds", type=int, help="fewer seeds than params.yaml, for a quick run")
     args = parser.parse_args()
     cfg = load_params().phase
+    spec = getattr(cfg.grids, args.grid)
     if args.seeds:
-        cfg = replace(cfg, seeds=args.seeds)
-    n_models = len(cells(cfg))
+        spec = replace(spec, seeds=args.seeds)
+        cfg = replace(cfg, grids=replace(cfg.grids, **{args.grid: spec}))
+    n_models = len(cells(spec))
     cores = torch.get_num_threads()
-    print(f"grid: {args.model}, {n_models} models ({len(cfg.alpha_star)} alpha* x {len(cfg.n_train)} N x "
-          f"{cfg.seeds} seeds), up to {cfg.steps} steps each; {cores} cores")
+    print(f"grid: {args.grid}, {args.model}, {n_models} models ({len(spec.alpha_star)} alpha* x {len(spec.n_train)} N "
+          f"x {spec.seeds} seeds), up to {cfg.steps} steps each; {cores} cores")
 
     peak = matmul_peak_gflops()
     print(f"float32 matmul peak (2048^2, {cores} threads): {peak:.1f} GFLOP/s")
 
     start = time.perf_counter()
-    batched = run_grid(cfg, args.model, torch.device("cpu"), progress=False)
+    batched = run_grid(cfg, args.grid, args.model, torch.device("cpu"), progress=False)
     batched_s = time.perf_counter() - start
 
     start = time.perf_counter()
-    plain, examples = plain_loop(cfg, args.model)
+    plain, examples = plain_loop(cfg, args.grid, args.model)
     plain_s = time.perf_counter() - start
 
-    same_steps = sum(a["steps_to_zero_train_error"] == b["steps_to_zero_train_error"] for a, b in zip(batched, plain))
+    same_steps = sum(a["steps_to_zero_train_error"] == b["steps_to_zero_train_error"] and
+                     a["steps_to_zero_test_error"] == b["steps_to_zero_test_error"] for a, b in zip(batched, plain))
     max_error_gap = max(abs(a["test_error"] - b["test_error"]) for a, b in zip(batched, plain))
     gflop = examples * forward_flops(cfg, args.model) / 1e9  # both trainers do the same work
     print(f"batched trainer : {n_models / batched_s:8.2f} models/s ({batched_s:.1f} s), "
@@ -119,7 +134,7 @@ def main() -> None:
     print(f"plain loop      : {n_models / plain_s:8.2f} models/s ({plain_s:.1f} s), "
           f"{gflop / plain_s:.2f} GFLOP/s = {gflop / plain_s / peak:.2%} of peak")
     print(f"speed-up        : {plain_s / batched_s:.2f}x")
-    print(f"agreement       : steps to zero training error equal in {same_steps}/{n_models} models; "
+    print(f"agreement       : steps to zero training and test error equal in {same_steps}/{n_models} models; "
           f"largest test-error difference {max_error_gap:.4f}")
 
 

@@ -2,33 +2,35 @@
 
 import argparse
 
-from vitheory import spatial
-from vitheory.artifacts import write_json
-from vitheory.cli import run_stage
-from vitheory.ensemble import resolve_device
-from vitheory.jsl import summarize, train_control, train_glm
+from vitheory.core.artifacts import read_split, write_json
+from vitheory.core.cli import run_stage
+from vitheory.core.device import resolve_device
+from vitheory.core.paths import artifact
+from vitheory.jsl22.data import CONTROL_TENSORS, chance_association
+from vitheory.jsl22.training import summarize, train_control, train_glm, training_errors
 from vitheory.params import Params
 
 
 def main(params: Params, args: argparse.Namespace) -> None:
     cfg, data_cfg = params.control, params.generate.spatial_control
-    splits = {name: spatial.load(args.data, name, spatial.CONTROL_TENSORS) for name in ("train", "test")}
+    folder = artifact("spatial_control_data")
+    splits = {name: read_split(folder, name, CONTROL_TENSORS) for name in ("train", "test")}
     train, test = ((splits[name]["X"], splits[name]["y"]) for name in ("train", "test"))
-    sets = spatial.load(args.data, "structure", ("sets", "filters"))["sets"]
+    sets = read_split(folder, "structure", ("sets", "filters"))["sets"]
     device = resolve_device(params.train.device)
     vit = train_control(cfg, train, test, sets, device)
     glm = train_glm(cfg.glm, cfg.seeds, "control", train, test, device)
-    write_json(args.metrics, {
+    for metrics, train_error in zip(vit.metrics, training_errors(vit.models, *train)):
+        metrics["train_error_rate"] = train_error
+    write_json(artifact("control_metrics"), {
         "device": device.type,
         "seeds": cfg.seeds,
-        "chance": spatial.chance_association(data_cfg.n_patches, data_cfg.set_size),
+        "chance": chance_association(data_cfg.n_patches, data_cfg.set_size),
         "vit": summarize(vit.metrics),
         "glm": summarize(glm.metrics),
+        "runs": {"vit": vit.metrics, "glm": glm.metrics},
     })
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data", required=True, help="control folder written by generate_spatial")
-    parser.add_argument("--metrics", required=True, help="summary metrics JSON to write")
-    run_stage(main, parser)
+    run_stage(main, argparse.ArgumentParser(description=__doc__))

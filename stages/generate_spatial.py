@@ -2,31 +2,17 @@
 folder of train/test splits, the structure (sets and feature, or the teacher's filters) and metadata."""
 
 import argparse
-from dataclasses import asdict
 
-from vitheory import spatial
-from vitheory.artifacts import atomic_path
-from vitheory.cli import run_stage
+from vitheory.core.cli import run_stage
+from vitheory.core.paths import artifact
+from vitheory.jsl22 import data
 from vitheory.params import Params
 
 
 def main(params: Params, args: argparse.Namespace) -> None:
-    cfg, control = params.generate.spatial, params.generate.spatial_control
-    structure, train, test = spatial.generate(cfg)
-    agreement = (spatial.labelling_function(test.X, structure["sets"], structure["w_star"]) * test.y > 0)
-    meta = {"params": asdict(cfg), "f_star_test_agreement": agreement.float().mean().item(),
-            "structure": "sets (L, C): patch indices of each set, row-major on the grid; w_star (d,)"}
-    with atomic_path(args.data) as tmp:
-        spatial.save(tmp, structure, train.tensors(), test.tensors(), meta)
-    structure, train, test = spatial.generate_control(control)
-    meta = {"params": asdict(control),
-            "structure": "sets (L, C); filters (r, C, d): the teacher CNN's filter per position in a set"}
-    with atomic_path(args.control) as tmp:
-        spatial.save(tmp, structure, train, test, meta)
+    data.write(params.generate.spatial, artifact("spatial_data"))
+    data.write_control(params.generate.spatial_control, artifact("spatial_control_data"))
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data", required=True, help="folder for the Assumption 1 data")
-    parser.add_argument("--control", required=True, help="folder for the negative-control data")
-    run_stage(main, parser)
+    run_stage(main, argparse.ArgumentParser(description=__doc__))

@@ -3,7 +3,6 @@
 import ast
 import contextlib
 import hashlib
-import itertools
 import json
 import os
 import re
@@ -18,28 +17,14 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from vitheory.claims import CLAIMS
+from vitheory.core.checkpoint import MODEL_CLASSES, MODEL_MODULES, save_checkpoint
+from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
+from vitheory.core.cli import TIMINGS
+from vitheory.core.paths import artifact, outputs, stages
+from vitheory.papers import PAPERS
 
-DVC_YAML = yaml.safe_load((ROOT / "dvc.yaml").read_text())
-
-
-def _expand(stages: dict) -> dict:
-    """Stages with each `matrix` expanded into `name@value` stages, as DVC names them."""
-    expanded = {}
-    for name, stage in stages.items():
-        if "matrix" not in stage:
-            expanded[name] = stage
-            continue
-        keys = list(stage["matrix"])
-        for values in itertools.product(*stage["matrix"].values()):
-            text = yaml.safe_dump({k: v for k, v in stage.items() if k != "matrix"})
-            for key, value in zip(keys, values):
-                text = text.replace(f"${{item.{key}}}", str(value))
-            expanded[f"{name}@{'-'.join(map(str, values))}"] = yaml.safe_load(text)
-    return expanded
-
-
-STAGES = _expand(DVC_YAML["stages"])
+STAGES = stages()
+CLAIM_IDS = [claim.id for paper in PAPERS for claim in paper.claims]
 
 
 def _leaf_keys(node, prefix=""):
@@ -53,7 +38,8 @@ def _stage_module(stage) -> str:
 
 
 def _vitheory_imports(path: Path, seen: set[str]) -> set[str]:
-    """vitheory module files that `path` imports, transitively."""
+    """vitheory module files that `path` imports, transitively (`from vitheory.pk22 import noise` is the
+    module file vitheory/pk22/noise.py; a package's __init__.py holds no code, see below)."""
     for node in ast.walk(ast.parse(path.read_text())):
         names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
             [node.module] + [f"{node.module}.{a.name}" for a in node.names]
@@ -66,12 +52,21 @@ def _vitheory_imports(path: Path, seen: set[str]) -> set[str]:
     return seen
 
 
+def test_subpackages_hold_no_code_in_their_init():
+    """Importing vitheory.li23.tokens runs vitheory/li23/__init__.py: a docstring alone, so no stage
+    depends on it."""
+    for init in (ROOT / "vitheory").glob("*/__init__.py"):
+        body = ast.parse(init.read_text()).body
+        assert len(body) == 1 and isinstance(body[0], ast.Expr), f"{init} holds code"
+
+
 @pytest.mark.parametrize("name", sorted(STAGES))
 def test_stage_deps_list_exactly_the_modules_it_imports(name):
     stage = STAGES[name]
     script = ROOT / (_stage_module(stage).replace(".", "/") + ".py")
     needed = {str(Path(p).relative_to(ROOT)) for p in _vitheory_imports(script, set())}
-    needed.add(str(script.relative_to(ROOT)))
+    # every stage runs stages/__init__.py, which imports vitheory/__init__.py (the pinned CPU numerics)
+    needed |= {str(script.relative_to(ROOT)), "stages/__init__.py", "vitheory/__init__.py"}
     listed = {dep for dep in stage["deps"] if dep.startswith(("vitheory/", "stages/"))}
     assert not needed - listed, f"stage {name} imports modules not in its deps: {sorted(needed - listed)}"
     assert not listed - needed, f"stage {name} lists modules it does not import: {sorted(listed - needed)}"
@@ -102,7 +97,9 @@ def test_render_settings_do_not_retrain():
 
 TINY = {"generate.li_tokens.n_train": 64, "generate.li_tokens.n_test": 64,
         "train.li_vit.steps": 40, "train.li_vit.log_every": 20, "train.li_vit.model.width": 20,
-        "phase.alpha_star": [0.2, 0.4], "phase.n_train": [2, 8], "phase.seeds": 2, "phase.steps": 20,
+        "train.li_vit.seeds": 2, "report.bootstrap": 100,
+        "phase.grids.default": {"alpha_star": [0.2, 0.4], "n_train": [2, 8], "seeds": 2},
+        "phase.grids.wide": {"alpha_star": [0.1, 0.2, 0.4], "n_train": [2, 4, 8], "seeds": 2}, "phase.steps": 20,
         "phase.data.n_test": 50, "phase.data.pool_size": 8, "phase.fit.bootstrap": 20,
         "sparsify.keep_ratio": [0.5], "sparsify.seeds": 2, "sparsify.steps": 20, "sparsify.data.n_test": 50,
         "generate.spatial.n_patches": 16, "generate.spatial.dim": 8, "generate.spatial.n_train": 64,
@@ -159,28 +156,64 @@ def repo(tmp_path_factory):
     return copy
 
 
-def _outs(stage) -> list[str]:
-    return [next(iter(o)) if isinstance(o, dict) else o
-            for kind in ("outs", "metrics") for o in stage.get(kind, [])]
-
-
 @pytest.mark.pipeline
 def test_repro_writes_every_declared_output_and_the_claims(repo):
     for name, stage in STAGES.items():
-        for out in _outs(stage):
+        for out in outputs(stage):
             assert (repo / out).exists(), f"{name} did not write {out}"
-    claims = json.loads((repo / "reports/claims.json").read_text())["claims"]
-    assert [c["id"] for c in claims] == [claim.id for claim in CLAIMS]
+    claims = json.loads((repo / artifact("claims")).read_text())["claims"]
+    assert [c["id"] for c in claims] == CLAIM_IDS
     for claim in claims:
-        assert set(claim) >= {"id", "statement", "metric", "measured", "threshold", "holds", "evidence"}
-        assert isinstance(claim["holds"], bool)
+        assert set(claim) == {"id", "paper", "statement", "metric", "measured", "criteria", "conditions",
+                              "verdict", "units", "variants", "evidence"}
+        for judged in (claim, *claim["variants"].values()):
+            assert judged["verdict"] in (HOLDS, FAILS, INCONCLUSIVE)
+            assert judged["criteria"], f"{claim['id']} has no criterion"
+            for check in (*judged["criteria"].values(), *judged["conditions"].values()):
+                assert set(check) == {"threshold", "interval", "margin", "verdict"}
         for path in claim["evidence"]:
-            assert (repo / "reports" / path).is_file(), path
-    report = (repo / "reports/REPORT.md").read_text()
-    for claim in CLAIMS:
-        assert f"| {claim.id} |" in report
-    for figure in (repo / "reports/figures").glob("*.png"):
+            assert (repo / artifact("report").parent / path).is_file(), path
+    assert json.loads((repo / artifact("verdicts")).read_text()) == {c["id"]: c["verdict"] for c in claims}
+    report = (repo / artifact("report")).read_text()
+    for claim_id in CLAIM_IDS:
+        assert f"| {claim_id} |" in report
+    for figure in (repo / artifact("figures")).glob("*.png"):
         assert f"figures/{figure.name}" in report, f"{figure.name} is not in the report"
+
+
+@pytest.mark.pipeline
+def test_every_checkpoint_rebuilds_in_a_fresh_interpreter(repo, tmp_path):
+    """`vitheory.load_checkpoint(folder)` alone, as the README shows it, in a new interpreter, for every
+    checkpoint the pipeline wrote, and for one of each model class the pipeline does not save."""
+    written = sorted(config.parent for config in (repo / "models").rglob("config.json"))
+    in_pipeline = {json.loads((folder / "config.json").read_text())["class"] for folder in written}
+    assert {"ShallowViT", "PositionalViT", "PatchGLM", "SmallViT", "SmallResNet", "AlterNet"} <= in_pipeline
+    for module in MODEL_MODULES:
+        __import__(module)
+    extra = []
+    for name in sorted(set(MODEL_CLASSES) - in_pipeline):  # built from the smallest config each accepts
+        configs = {"TokenCNN": {"dim": 4, "width": 2, "kernel": 3, "conv_init_std": 1.0, "out_init_std": 0.3},
+                   "VanillaViT": {"n_patches": 4, "dim": 3, "width": 2, "pos_init_std": 1.0, "readout_init_std": 1.0}}
+        save_checkpoint(tmp_path / name, MODEL_CLASSES[name](**configs[name]), {})
+        extra.append(tmp_path / name)
+    script = ("import json, sys, vitheory\n"
+              "print(json.dumps([type(vitheory.load_checkpoint(f)).__name__ for f in sys.argv[1:]]))")
+    run = _run([sys.executable, "-c", script, *map(str, written + extra)], repo)
+    loaded = json.loads(run.stdout)
+    assert loaded[:len(written)] == [json.loads((f / "config.json").read_text())["class"] for f in written]
+    assert set(loaded) == set(MODEL_CLASSES)
+
+
+@pytest.mark.pipeline
+def test_plots_show_every_figure_and_every_logged_series(repo):
+    shown = json.loads(_dvc("plots", "show", "--json", cwd=repo).stdout)
+    assert not shown.get("errors"), shown.get("errors")
+    kinds = {path: {plot["type"] for plot in plots} for path, plots in shown["data"].items()}
+    figures = {str(f.relative_to(repo)) for f in (repo / artifact("figures")).glob("*.png")}
+    series = {str(f.relative_to(repo)) for live in ("li_vit_live", "spatial_live", "real_live")
+              for f in (repo / artifact(live)).rglob("plots/metrics/**/*.tsv")}
+    assert figures and all(kinds.get(path) == {"image"} for path in figures), sorted(figures - set(kinds))
+    assert series and series <= set(kinds), sorted(series - set(kinds))
 
 
 @pytest.mark.pipeline
@@ -197,17 +230,17 @@ def test_forced_rerun_gives_the_same_bytes(repo):
     before = (repo / "dvc.lock").read_text()
     _dvc("repro", "-f", cwd=repo)
     assert (repo / "dvc.lock").read_text() == before
-    timings = (repo / "reports/timings/train_li_vit.jsonl").read_text().splitlines()
+    timings = (repo / TIMINGS / "train_li_vit.jsonl").read_text().splitlines()
     assert len(timings) >= 2 and json.loads(timings[-1])["seconds"] > 0  # wall clock: logged, not tracked
-    assert _run(["git", "check-ignore", "-q", "reports/timings/train_li_vit.jsonl"], repo, check=False).returncode == 0
+    assert _run(["git", "check-ignore", "-q", str(TIMINGS / "train_li_vit.jsonl")], repo, check=False).returncode == 0
 
 
 @pytest.mark.pipeline
 def test_bad_param_fails_with_one_line_and_keeps_outputs(repo):
     params_path = repo / "params.yaml"
     original = params_path.read_text()
-    model = repo / "models/li_vit/model.safetensors"
-    before = model.read_bytes(), (repo / "reports/REPORT.md").read_bytes()
+    model = repo / artifact("li_vit") / "seed_0" / "model.safetensors"
+    before = model.read_bytes(), (repo / artifact("report")).read_bytes()
     params = yaml.safe_load(original)
     _set(params, "train.li_vit.lr_mlp", -1)
     params_path.write_text(yaml.safe_dump(params, sort_keys=False))
@@ -219,14 +252,14 @@ def test_bad_param_fails_with_one_line_and_keeps_outputs(repo):
     assert run.returncode != 0
     assert errors == ["error: params.yaml: train.li_vit.lr_mlp = -1.0 is not allowed: must be > 0"]
     assert "Traceback" not in run.stderr
-    assert (model.read_bytes(), (repo / "reports/REPORT.md").read_bytes()) == before
+    assert (model.read_bytes(), (repo / artifact("report")).read_bytes()) == before
     assert _dvc("status", "-q", cwd=repo, check=False).returncode == 0
 
 
 @pytest.mark.pipeline
 def test_exp_run_with_a_changed_param_changes_the_metric(repo):
     def final_mass():
-        metrics = json.loads((repo / "reports/metrics/li_vit.json").read_text())
+        metrics = json.loads((repo / artifact("li_vit_metrics")).read_text())
         return metrics["final"]["test"]["attn_relevant_query"], metrics["steps"]
 
     baseline = final_mass()
@@ -239,16 +272,14 @@ def test_exp_run_with_a_changed_param_changes_the_metric(repo):
 
 def test_a_stage_with_a_missing_input_says_what_to_run(tmp_path):
     """No traceback: one line naming the missing file and the stage that makes it, exit code 2."""
-    run = subprocess.run(
-        [sys.executable, "-m", "stages.train_li_vit", "--data", str(tmp_path / "absent"),
-         "--model", str(tmp_path / "m"), "--metrics", str(tmp_path / "m.json"),
-         "--history", str(tmp_path / "h.csv"), "--live", str(tmp_path / "live")],
-        cwd=ROOT, capture_output=True, text=True)
+    shutil.copy(ROOT / "params.yaml", tmp_path)
+    run = subprocess.run([sys.executable, "-m", "stages.train_li_vit"], cwd=tmp_path, capture_output=True, text=True,
+                         env=os.environ | {"PYTHONPATH": str(ROOT)})
     assert run.returncode == 2
-    assert run.stderr.strip().splitlines()[-1] == (
-        f"error: {tmp_path / 'absent' / 'train.safetensors'}: missing; run `dvc repro generate` to rebuild it")
+    missing = artifact("li_tokens") / "train.safetensors"
+    assert run.stderr.strip().splitlines()[-1] == f"error: {missing}: missing; run `dvc repro generate` to rebuild it"
     assert "Traceback" not in run.stderr
-    assert not (tmp_path / "m").exists()
+    assert not (tmp_path / artifact("li_vit")).exists()
 
 
 def _verify(repo):
@@ -260,9 +291,36 @@ def test_verify_agrees_with_a_fresh_run(repo):
     run = _verify(repo)
     assert run.returncode in (0, 1), run.stdout
     assert "problem:" not in run.stdout
-    for claim in CLAIMS:
-        assert f"{claim.id}" in run.stdout
+    for claim_id in CLAIM_IDS:
+        assert claim_id in run.stdout
     assert "DIFFERS" not in run.stdout
+
+
+@pytest.mark.pipeline
+def test_verify_against_a_revision_agrees_and_catches_a_planted_difference(repo):
+    """A rerun compared with committed results: the same run agrees; a committed number moved beyond its
+    tolerance (the larger half-width of the two intervals) is named, claim and quantity."""
+    _run(["git", "add", "-A"], repo)
+    _run(["git", "commit", "-qm", "results", "--allow-empty"], repo)
+    agreeing = _run([sys.executable, "-m", "vitheory.verify", "--against", "HEAD"], repo, check=False)
+    assert agreeing.returncode == 0 and "agrees with HEAD" in agreeing.stdout, agreeing.stdout
+    path = repo / artifact("claims")
+    original = path.read_text()
+    stored = json.loads(original)
+    record = stored["claims"][0]
+    criterion, check = next(iter(record["criteria"].items()))
+    quantity = criterion.split()[0]
+    low, high = check["interval"]
+    record["measured"][quantity] += 10 * (1 + abs(high - low))
+    path.write_text(json.dumps(stored))
+    _run(["git", "commit", "-qam", "planted"], repo)
+    path.write_text(original)
+    try:
+        planted = _run([sys.executable, "-m", "vitheory.verify", "--against", "HEAD"], repo, check=False)
+    finally:
+        _run(["git", "reset", "-q", "--hard", "HEAD~1"], repo)
+    assert planted.returncode == 2
+    assert f"problem: {record['id']}: {quantity} = " in planted.stdout and "beyond the tolerance" in planted.stdout
 
 
 @contextlib.contextmanager
@@ -280,8 +338,8 @@ def _faulty(target: Path, edit):
 
 
 def _flip_first_verdict(text: str) -> str:
-    flipped = {"true": "false", "false": "true"}
-    return re.sub(r'"holds": (true|false)', lambda m: f'"holds": {flipped[m[1]]}', text, count=1)
+    flipped = {HOLDS: FAILS, FAILS: HOLDS, INCONCLUSIVE: HOLDS}
+    return re.sub(r'"verdict": "([a-z ]+)"', lambda m: f'"verdict": "{flipped[m[1]]}"', text, count=1)
 
 
 def _drop_last_row(text: str) -> str:
@@ -302,12 +360,12 @@ def _raise_a_stored_error(text: str) -> str:
 
 @pytest.mark.pipeline
 @pytest.mark.parametrize("path,edit,expected", [
-    ("reports/claims.json", _flip_first_verdict, "does not match the artifacts"),
-    ("reports/sparsify/runs.csv", _drop_last_row, "stage sparsify is out of date"),
-    ("reports/metrics/phase.json", None, "phase.json: missing; run `dvc repro phase_fit`"),
-    ("reports/real/vit_natural.json", _lower_a_stored_accuracy, "seed_0's test accuracy"),
-    ("reports/metrics/pk_train.json", _raise_a_stored_error,
-     "reports/metrics/pk_train.json: differs from reports/pk_train/runs.csv; run `dvc repro -f pk_train`"),
+    (artifact("claims"), _flip_first_verdict, "does not match the artifacts"),
+    (artifact("sparsify_runs"), _drop_last_row, "stage sparsify is out of date"),
+    (artifact("phase_metrics"), None, f"{artifact('phase_metrics')}: missing; run `dvc repro phase_fit`"),
+    (artifact("real_metrics") / "vit_natural.json", _lower_a_stored_accuracy, "seed_0's test accuracy"),
+    (artifact("pk_train_metrics"), _raise_a_stored_error,
+     f"{artifact('pk_train_metrics')}: differs from {artifact('pk_train_runs')}; run `dvc repro -f pk_train`"),
 ])
 def test_verify_names_what_was_tampered_with(repo, path, edit, expected):
     with _faulty(repo / path, edit and (lambda data: edit(data.decode()).encode())):
@@ -331,14 +389,14 @@ def _widen_config(data: bytes) -> bytes:
     return json.dumps(config).encode()
 
 
-CHECKPOINT = "models/real/vit_natural/seed_0"
+CHECKPOINT = artifact("real_models") / "vit_natural" / "seed_0"
 ARTIFACT_FAULTS = {
     "truncated safetensors": (f"{CHECKPOINT}/model.safetensors", _truncate,
                               f"{CHECKPOINT}/model.safetensors: not a readable safetensors file"),
     "config not matching tensors": (f"{CHECKPOINT}/config.json", _widen_config,
                                     f"{CHECKPOINT}/model.safetensors: tensors do not match config.json"),
-    "missing data file": ("data/images/test.safetensors", None,
-                          "data/images/test.safetensors: missing; run `dvc repro prepare_images`"),
+    "missing data file": (artifact("images") / "test.safetensors", None,
+                          f"{artifact('images') / 'test.safetensors'}: missing; run `dvc repro prepare_images`"),
 }
 
 
@@ -410,7 +468,7 @@ def test_queued_sweep_runs_every_value_and_shows_the_claim_metrics(repo):
             for rev in exp["revs"]:
                 data = rev.get("data") or {}
                 assert set(data.get("metrics", {})) >= CLAIM_METRICS  # every claim's numbers, as columns
-                metrics = data["metrics"]["reports/metrics/li_vit.json"]["data"]
+                metrics = data["metrics"][str(artifact("li_vit_metrics"))]["data"]
                 assert "attn_relevant_query" in metrics["final"]["test"]
                 steps.add(metrics["steps"])
     assert steps == {20, 60}
@@ -433,7 +491,7 @@ def test_a_killed_training_stage_resumes_to_the_same_bytes(repo, tmp_path):
     params = yaml.safe_load((copy / "params.yaml").read_text())
     _set(params, "real.epochs", 30)  # long enough to be killed in the middle
     (copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    stage, state = "train_real@cnn-natural", copy / "models/resume/train_real/cnn_natural"
+    stage, state = "train_real@cnn-natural", copy / artifact("real_resume") / "cnn_natural"
     _dvc("repro", stage, cwd=copy)
     uninterrupted, lock = _snapshot(copy), (copy / "dvc.lock").read_text()
 

@@ -4,14 +4,28 @@ The science of the pipeline: data models, models, training, analyses, figures an
 Stage scripts in `stages/` are thin wrappers around this package. Importing the package is light
 (no torch) so that params are checked at once; `load_checkpoint` and `save_checkpoint` import
 torch when first used.
+
+Importing it also pins the CPU kernels torch uses, before torch loads, so that a run gives the same
+bytes on any x86-64 machine with AVX2 and the same number of cores: ATen's vectorised kernels and
+oneDNN's convolutions at AVX2, and MKL in its conditional-numerical-reproducibility mode for AVX2.
+Without it, AVX-512 and AVX2 machines train to different weights (the README's reproducibility
+section). A setting already in the environment is left as it is.
 """
+
+import os
+import platform
+
+CPU_NUMERICS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+if platform.machine().lower() in ("x86_64", "amd64"):
+    for _name, _value in CPU_NUMERICS.items():
+        os.environ.setdefault(_name, _value)
 
 __all__ = ["load_checkpoint", "save_checkpoint"]
 
 
 def __getattr__(name: str):
     if name in __all__:
-        from vitheory import checkpoint
+        from vitheory.core import checkpoint
 
         return getattr(checkpoint, name)
     raise AttributeError(f"module 'vitheory' has no attribute {name!r}")

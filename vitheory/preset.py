@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from vitheory.errors import ParamsError
+from vitheory.core.errors import ParamsError
 from vitheory.params import DEFAULT_PATH, parse_params
 
 

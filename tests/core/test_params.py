@@ -1,0 +1,181 @@
+import copy
+import subprocess
+import sys
+
+import pytest
+import yaml
+from conftest import ROOT
+
+from vitheory.params import ParamsError, load_params, parse_params
+
+RAW = yaml.safe_load((ROOT / "params.yaml").read_text())
+
+
+def with_value(dotted: str, value):
+    raw = copy.deepcopy(RAW)
+    *parents, last = dotted.split(".")
+    node = raw
+    for key in parents:
+        node = node[key]
+    node[last] = value
+    return raw
+
+
+def test_default_params_load():
+    params = load_params(ROOT / "params.yaml")
+    assert params.generate.li_tokens.n_relevant == round(
+        params.generate.li_tokens.alpha_star * params.generate.li_tokens.n_tokens)
+
+
+# (key, bad value, words the error must contain): one case per rule of the loader
+BAD_VALUES = [
+    ("generate.li_tokens.alpha_star", 1.5, "(0, 1]"),
+    ("generate.li_tokens.alpha_star", 0.0, "(0, 1]"),
+    ("generate.li_tokens.alpha_confusion", -0.1, "[0, 1]"),
+    ("generate.li_tokens.alpha_confusion", 0.2, "< alpha_star"),  # alpha# >= alpha*
+    ("train.li_vit.token_fraction", 0.0, "(0, 1]"),
+    ("train.li_vit.token_fraction", 1.5, "(0, 1]"),
+    ("generate.li_tokens.noise_radius", -0.1, ">= 0"),
+    ("generate.li_tokens.n_train", 0, ">= 2"),
+    ("generate.li_tokens.n_test", 1, ">= 2"),
+    ("generate.li_tokens.dim", 1, ">= 2"),
+    ("generate.li_tokens.n_tokens", 0, ">= 1"),
+    ("generate.li_tokens.n_patterns", 17, "<= dim"),
+    ("generate.li_tokens.seed", -1, ">= 0"),
+    ("train.li_vit.model.width", 0, ">= 2"),
+    ("train.li_vit.steps", 0, ">= 1"),
+    ("train.li_vit.batch_size", 0, ">= 1"),
+    ("train.li_vit.batch_size", 513, "<= generate.li_tokens.n_train"),
+    ("train.li_vit.lr_attention", 0.0, "> 0"),
+    ("train.li_vit.lr_mlp", -1.0, "> 0"),
+    ("train.li_vit.model.qk_init", 0.0, "> 0"),
+    ("train.li_vit.log_every", 0, ">= 1"),
+    ("train.device", "tpu", "one of auto, cpu, cuda"),
+    ("generate.li_tokens.noise_dist", "gaussian", "one of uniform_ball, uniform_radius, sphere"),
+    ("phase.grids.default.alpha_star", [0.1, 1.2], "in (0, 1] (every element)"),
+    ("phase.grids.wide.alpha_star", [], "a non-empty list"),
+    ("phase.grids.default.n_train", [2, 1], ">= 2 (every element)"),
+    ("phase.grids.wide.n_train", [2, 512], "<= data.pool_size (256)"),
+    ("phase.grids.default.n_train", 8, "a non-empty list of integers"),
+    ("phase.grids.default.seeds", 0, ">= 1"),
+    ("train.li_vit.seeds", 0, ">= 1"),
+    ("report.confidence", 1.0, "in [0.5, 1)"),
+    ("report.bootstrap", 10, ">= 100"),
+    ("sparsify.keep_ratio", [0.5, 0.0], "(0, 1] (every element)"),
+    ("sparsify.keep_ratio", [1.5], "(0, 1] (every element)"),
+    ("phase.cnn.model.kernel", 4, "odd"),
+    ("phase.fit.success_rate", 0.0, "(0, 1]"),
+    ("render.dpi", 10, ">= 50"),
+    ("render.context", "slides", "one of paper"),
+    # [JSL22]
+    ("generate.spatial.set_size", 5, "a divisor of n_patches (64)"),
+    ("generate.spatial.set_size", 2, "a square whose side divides the grid side (8)"),
+    ("generate.spatial.n_patches", 12, "random: blocks need a square grid"),
+    ("generate.spatial.q", 1.5, "[0, 1]"),
+    ("generate.spatial.q", -0.1, "[0, 1]"),
+    ("generate.spatial.n_patches", 1, ">= 2"),
+    ("generate.spatial.dim", 1, ">= 2"),
+    ("generate.spatial.partition", "stripes", "one of blocks, random"),
+    ("generate.spatial_control.set_size", 3, "a divisor of n_patches (16)"),
+    ("spatial.vit.score_form", "dot", "one of ppt, qk, free"),
+    ("spatial.ablation", ["ppt"], "other than vit.score_form"),
+    ("spatial.ablation", "qk", "a non-empty list of values, each one of ppt, qk, free"),
+    ("spatial.ablation_lr_mixing", [2.0], "one rate per ablation form (2)"),
+    ("spatial.lr_mixing", 0.0, "> 0"),
+    ("control.vit.width", 0, ">= 1"),
+    ("transfer.n_train", [16, 4096], "<= generate.spatial.n_train (2048)"),
+    ("transfer.target_error", 0.0, "(0, 1]"),
+    ("render.association_threshold", 1.5, "in [-1, 1]"),
+    # wrong types
+    ("generate.li_tokens.n_train", 5.5, "an integer"),
+    ("generate.li_tokens.n_train", True, "an integer"),
+    ("train.li_vit.lr_mlp", "fast", "a number"),
+    ("train.li_vit.model", 3, "a mapping"),
+]
+
+
+@pytest.mark.parametrize("key,value,allowed", BAD_VALUES)
+def test_bad_value_names_key_value_and_rule(key, value, allowed):
+    with pytest.raises(ParamsError) as err:
+        parse_params(with_value(key, value))
+    message = str(err.value)
+    assert "\n" not in message
+    assert allowed in message
+    assert repr(value) in message
+    # a cross-key rule may name the key it is checked on; the reported key is a real one
+    assert key.rsplit(".", 1)[0] in message
+
+
+def test_token_counts_must_fit_in_the_sequence():
+    raw = with_value("generate.li_tokens.alpha_star", 0.6)
+    raw["generate"]["li_tokens"]["alpha_confusion"] = 0.5  # 24 + 20 tokens > 40
+    with pytest.raises(ParamsError, match=r"alpha_confusion = 0.5 .*<= n_tokens \(40\)"):
+        parse_params(raw)
+
+
+def test_at_least_one_relevant_token():
+    raw = with_value("generate.li_tokens.alpha_star", 0.01)
+    raw["generate"]["li_tokens"]["alpha_confusion"] = 0.0  # round(0.01 * 40) = 0 relevant tokens
+    with pytest.raises(ParamsError, match=r"alpha_star = 0.01 .*at least one relevant token"):
+        parse_params(raw)
+
+
+def test_unknown_key_is_rejected():
+    raw = with_value("train.li_vit.learning_rate", 0.1)
+    with pytest.raises(ParamsError, match=r"train\.li_vit\.learning_rate is not a known key"):
+        parse_params(raw)
+
+
+def test_missing_key_is_rejected():
+    raw = copy.deepcopy(RAW)
+    del raw["train"]["li_vit"]["lr_mlp"]
+    with pytest.raises(ParamsError, match=r"train\.li_vit\.lr_mlp is missing"):
+        parse_params(raw)
+
+
+def test_unreadable_and_invalid_files(tmp_path):
+    with pytest.raises(ParamsError, match="cannot be read"):
+        load_params(tmp_path / "absent.yaml")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("generate: [unclosed\n")
+    with pytest.raises(ParamsError, match="not valid YAML at line"):
+        load_params(broken)
+
+
+def test_params_are_frozen(default_params):
+    with pytest.raises(AttributeError):
+        default_params.train.li_vit.steps = 1
+
+
+def test_command_line_check_exits_2_with_one_line(tmp_path):
+    bad = tmp_path / "params.yaml"
+    bad.write_text(yaml.safe_dump(with_value("generate.li_tokens.alpha_star", 2.0)))
+    run = subprocess.run([sys.executable, "-m", "vitheory.params", str(bad)], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert run.returncode == 2
+    assert run.stderr.count("\n") == 1
+    assert "generate.li_tokens.alpha_star = 2.0" in run.stderr
+
+
+def test_a_random_partition_needs_no_square_grid():
+    raw = with_value("generate.spatial.n_patches", 12)
+    raw["generate"]["spatial"]["partition"] = "random"
+    assert parse_params(raw).generate.spatial.n_patches == 12
+
+
+def test_a_preset_is_validated_before_params_yaml_is_rewritten(tmp_path):
+    from vitheory.preset import apply
+
+    params = tmp_path / "params.yaml"
+    params.write_text((ROOT / "params.yaml").read_text())
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("real:\n  models:\n    vit: {heads: 5}\n")  # 5 does not divide the width 64
+    with pytest.raises(ParamsError, match="heads = 5"):
+        apply(bad, params)
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("real:\n  epochz: 3\n")
+    with pytest.raises(ParamsError, match="real.epochz is not in params.yaml"):
+        apply(unknown, params)
+    assert params.read_text() == (ROOT / "params.yaml").read_text()
+    apply(ROOT / "presets/paper.yaml", params)
+    assert load_params(params).images.dataset == "cifar10"

@@ -1,0 +1,81 @@
+"""Cluttered translated digits: disjoint sources, labels, shapes, the digit where its box says, clutter
+from the split's own digits, and same params, same bytes."""
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from vitheory.images.cluttered import cluttered_splits, compose, upscale
+from vitheory.images.datasets import read_digits
+from vitheory.images.params import ClutteredParams
+
+
+@pytest.fixture(scope="module")
+def images_cfg(default_params):
+    return replace(default_params.images, dataset="cluttered_digits")
+
+
+@pytest.fixture(scope="module")
+def splits(images_cfg):
+    return cluttered_splits(images_cfg)
+
+
+def test_splits_share_no_source_digit_and_labels_are_the_sources(splits, images_cfg):
+    digits = read_digits().train
+    sources = {name: set(split["source"].tolist()) for name, split in splits.items()}
+    assert not sources["train"] & sources["val"] and not sources["train"] & sources["test"]
+    assert not sources["val"] & sources["test"]
+    for split in splits.values():
+        assert torch.equal(split["y"], digits.y[split["source"]])
+        canvas = images_cfg.cluttered.canvas
+        assert split["X"].shape[1:] == (canvas, canvas, 1) and split["X"].dtype == torch.uint8
+    for name, split in splits.items():
+        assert len(split["X"]) == images_cfg.cluttered.copies * len(sources[name])
+
+
+def test_each_canvas_holds_its_digit_in_its_box(splits, images_cfg):
+    digits = read_digits().train
+    cfg = images_cfg.cluttered
+    side = 8 * cfg.scale
+    split = splits["test"]
+    for i in range(0, len(split["X"]), 97):
+        row, col = split["box"][i].tolist()
+        window = split["X"][i, row:row + side, col:col + side, 0]
+        digit = upscale(digits.X[split["source"][i], ..., 0][None], cfg.scale)[0]
+        assert (window >= digit).all()  # clutter combines by maximum: never hides a stroke
+
+
+def test_most_tokens_are_label_irrelevant(splits, images_cfg):
+    """A ViT with 4 x 4 patches sees an 8 x 8 grid; the digit's box touches at most (16 / 4 + 1)^2 = 25."""
+    cfg = images_cfg.cluttered
+    grid, side = cfg.canvas // 4, 8 * cfg.scale
+    assert grid >= 8
+    box = splits["train"]["box"]
+    touched = (((box + side - 1) // 4) - box // 4 + 1).prod(dim=1)
+    assert (touched <= (side // 4 + 1) ** 2).all() and touched.float().mean() / grid ** 2 < 0.4
+
+
+def test_clutter_comes_from_other_digits_of_the_split():
+    digits = torch.zeros(3, 8, 8, dtype=torch.uint8)
+    digits[1] = 100  # only digit 1 has ink: clutter on digits 0 and 2 must come from it, none on digit 1
+    cfg = replace_cluttered(fragments=4, copies=1)
+    made = compose(digits, torch.arange(3), cfg, torch.Generator().manual_seed(0))
+    side = 8 * cfg.scale
+    for i in (0, 2):
+        assert made["X"][i].max() == 100
+    row, col = made["box"][1].tolist()
+    outside = made["X"][1, ..., 0].clone()
+    outside[row:row + side, col:col + side] = 0
+    assert outside.max() == 0
+
+
+def replace_cluttered(**changes):
+    return replace(ClutteredParams(canvas=32, scale=2, fragments=6, fragment=6, copies=2), **changes)
+
+
+def test_same_seed_same_bytes_other_seed_other_canvases(images_cfg, splits):
+    again = cluttered_splits(images_cfg)
+    assert all(torch.equal(again[name]["X"], splits[name]["X"]) for name in splits)
+    other = cluttered_splits(replace(images_cfg, seed=1))
+    assert not torch.equal(other["test"]["X"][:10], splits["test"]["X"][:10])

@@ -1,0 +1,153 @@
+"""The small image models shared by the real-image claims, and their training pieces."""
+
+from dataclasses import replace
+from functools import partial
+
+import pytest
+import torch
+import yaml
+from conftest import ROOT
+
+from vitheory.core.checkpoint import load_checkpoint, save_checkpoint
+from vitheory.images import datasets as images
+from vitheory.images.models import SmallViT, patchify
+from vitheory.images.training import (
+    FitTask,
+    Normalizer,
+    augment,
+    build_model,
+    evaluate,
+    fit,
+    patch_order,
+    permute_pixels,
+    pixel_permutation,
+    run_task,
+    run_tasks,
+)
+from vitheory.params import load_params, parse_params
+from vitheory.pk22.trainings import build_alternet
+from vitheory.preset import merge
+
+PARAMS = load_params(ROOT / "params.yaml")
+PAPER = parse_params(merge(yaml.safe_load((ROOT / "params.yaml").read_text()),
+                           yaml.safe_load((ROOT / "presets/paper.yaml").read_text())))
+PRESETS = {"vit": PARAMS.real.models.vit, "vit_positional": PARAMS.real.models.vit_positional,
+           "cnn": PARAMS.real.models.cnn, "vit_depth1_gap": replace(PARAMS.real.models.vit, depth=1, pool="gap"),
+           "paper_vit": PAPER.real.models.vit, "paper_vit_positional": PAPER.real.models.vit_positional,
+           "paper_cnn": PAPER.real.models.cnn, "alternet": PARAMS.pk_train.alternet}
+# parameter counts (8 x 8 x 1 digits; 32 x 32 x 3 for the paper preset; 10 classes): an architecture
+# change has to change these
+PARAMETER_COUNTS = {"vit": 69194, "vit_positional": 69194, "cnn": 19706, "vit_depth1_gap": 35594,
+                    "paper_vit": 1806538, "paper_vit_positional": 1806538, "paper_cnn": 2777674, "alternet": 51994}
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_runs_forward_and_backward_with_its_pinned_size(name):
+    torch.manual_seed(0)
+    size, channels = (32, 3) if name.startswith("paper") else (8, 1)
+    model = (build_alternet if name == "alternet" else build_model)(PRESETS[name], size, channels, 10)
+    assert sum(p.numel() for p in model.parameters()) == PARAMETER_COUNTS[name]
+    logits, extras = model(torch.randn(4, channels, size, size), return_features=True)
+    assert logits.shape == (4, 10)
+    logits.logsumexp(-1).sum().backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters() if p.requires_grad)
+    kinds = [kind for kind, _ in extras["features"]]
+    if name.endswith("cnn"):
+        assert kinds == ["embed"] + ["conv"] * sum(PRESETS[name].blocks)
+    elif name == "alternet":  # conv blocks, then the attention blocks closing each stage (msa, mlp)
+        preset = PRESETS[name]
+        assert kinds == ["embed"] + [kind for b, a in zip(preset.blocks, preset.attention)
+                                     for kind in ["conv"] * (b - a) + ["msa", "mlp"] * a]
+    else:
+        assert kinds == ["embed"] + ["msa", "mlp"] * PRESETS[name].depth
+        tokens = (size // PRESETS[name].patch) ** 2
+        assert all(f.shape == (4, tokens, PRESETS[name].width) for _, f in extras["features"])  # no class token
+        assert len(extras["attention"]) == PRESETS[name].depth
+
+
+def test_patchify_is_row_major():
+    image = torch.arange(16.0).reshape(1, 1, 4, 4)
+    assert patchify(image, 2)[0].tolist() == [[0, 1, 4, 5], [2, 3, 6, 7], [8, 9, 12, 13], [10, 11, 14, 15]]
+
+
+def test_positional_attention_is_the_same_for_every_image_and_vanilla_is_not():
+    torch.manual_seed(0)
+    x = torch.randn(3, 1, 8, 8)
+    for name, shared in (("vit_positional", True), ("vit", False)):
+        _, extras = build_model(PRESETS[name], 8, 1, 10)(x, return_features=True)
+        maps = extras["attention"][0]
+        assert torch.allclose(maps[0], maps[1]) is shared
+
+
+def test_keeping_every_token_changes_nothing():
+    torch.manual_seed(0)
+    for name in ("vit", "vit_positional", "vit_depth1_gap"):
+        model = build_model(PRESETS[name], 8, 1, 10).eval()
+        x = torch.randn(2, 1, 8, 8)
+        everything = torch.arange(16).expand(2, -1)
+        assert torch.allclose(model(x), model(x, keep=everything), atol=1e-5)
+
+
+def test_checkpoints_rebuild_the_image_models(tmp_path):
+    for name in ("vit_positional", "cnn"):
+        model = build_model(PRESETS[name], 8, 1, 10).eval()
+        save_checkpoint(tmp_path / name, model, {"stage": "test"})
+        x = torch.randn(2, 1, 8, 8)
+        assert torch.equal(load_checkpoint(tmp_path / name)(x), model(x))
+
+
+def test_block_permutation_moves_whole_patches_and_can_be_undone():
+    permutation = pixel_permutation(8, 8, 2, seed=0)
+    assert sorted(permutation.tolist()) == list(range(64))
+    image = torch.arange(64.0).reshape(1, 1, 8, 8)
+    permuted = permute_pixels(image, permutation)
+    source = patch_order(permutation, 8, 2)
+    assert source is not None and sorted(source.tolist()) == list(range(16))
+    # token i of the permuted image is natural patch source[i], intact
+    assert torch.equal(patchify(permuted, 2)[0], patchify(image, 2)[0][source])
+    assert patch_order(pixel_permutation(8, 8, 1, seed=0), 8, 2) is None  # single pixels split patches
+
+
+def test_augmentation_shifts_within_the_padding_and_is_seeded():
+    x = torch.arange(16.0).reshape(1, 1, 4, 4).expand(8, -1, -1, -1)
+    assert torch.equal(augment(x, 0, False, torch.Generator()), x)
+    shifted = augment(x, 1, False, torch.Generator().manual_seed(0))
+    assert torch.equal(shifted, augment(x, 1, False, torch.Generator().manual_seed(0)))
+    for image in shifted:  # a translation by at most one pixel: the centre 2 x 2 survives somewhere
+        assert any(torch.equal(image[0, 1 + dy:3 + dy, 1 + dx:3 + dx], x[0, 0, 1:3, 1:3])
+                   for dy in (-1, 0, 1) for dx in (-1, 0, 1))
+
+
+def test_a_short_training_learns_digits():
+    data = images.split(images.load_dataset("digits", "unused"), val_fraction=0.1, test_fraction=0.2,
+                        train_fraction=0.3, seed=0)
+    normalize = Normalizer.fit(data["train"])
+    x, y = normalize(data["train"]), data["train"].y
+    torch.manual_seed(0)
+    model = build_model(PRESETS["cnn"], 8, 1, 10)
+    fit(model, x, y, PARAMS.real, epochs=8, seed=0, progress=False)
+    assert evaluate(model, normalize(data["test"]), data["test"].y)["accuracy"] > 0.5  # chance: 0.1
+
+
+def test_sparsified_vit_rejects_nothing_it_needs():
+    model = SmallViT(image_size=8, channels=1, n_classes=10, patch=2, depth=1, heads=2, width=8, mlp_ratio=1,
+                     attention="positional", pool="cls")
+    keep = torch.tensor([[0, 5, 7], [1, 2, 3]])
+    assert model(torch.randn(2, 1, 8, 8), keep=keep).shape == (2, 10)
+
+
+def test_seeds_side_by_side_train_as_each_would_alone():
+    """run_tasks' worker processes are a matter of speed: the same bytes as training in-process."""
+    data = images.split(images.load_dataset("digits", "unused"), val_fraction=0.1, test_fraction=0.2,
+                        train_fraction=0.1, seed=0)
+    normalize = Normalizer.fit(data["train"])
+    x, y = normalize(data["train"]), data["train"].y
+    held_out = {"val": (normalize(data["val"]), data["val"].y)}
+    build = partial(build_model, PRESETS["cnn"], 8, 1, 10)
+    tasks = [FitTask(build, PARAMS.real, x, y, 2, seed, held_out) for seed in (0, 1)]
+    side_by_side = run_tasks(tasks, torch.device("cpu"), progress=False)
+    for task, result in zip(tasks, side_by_side):
+        alone = run_task(task, "cpu", progress=False)
+        assert all(torch.equal(alone.weights[k], v) for k, v in result.weights.items())
+        assert alone.log == result.log and len(result.log) == 2 and set(result.final) == {"val"}
+    assert not torch.equal(side_by_side[0].weights["head.weight"], side_by_side[1].weights["head.weight"])

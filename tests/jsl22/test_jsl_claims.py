@@ -1,0 +1,38 @@
+"""[JSL22] checks read the run's own score form and each ablation form from the stored metrics."""
+
+import pytest
+
+from vitheory.core.artifacts import write_json
+from vitheory.core.errors import ArtifactError
+from vitheory.core.paths import artifact
+from vitheory.jsl22.claims import PAPER
+
+CLAIMS = {claim.id: claim for claim in PAPER.claims}
+
+
+def _runs(error, exact):
+    unit = {"error_rate": error, "pos_exact": exact, "pos_overlap": exact, "attn_exact": exact, "loss": 0.1}
+    return {"initial": [unit | {"pos_exact": 0.0, "pos_overlap": 0.3}] * 3, "final": [unit] * 3}
+
+
+def _plant(root, ablation):
+    runs = {"vit": _runs(0.02, 0.95), "glm": [{"error_rate": 0.16}] * 3} | ablation
+    write_json(root / artifact("spatial_metrics"), {
+        "runs": runs, "score_form": "ppt", "best_linear_error": 0.14, "chance": {"exact": 0.0, "overlap": 0.28}})
+
+
+def test_the_runs_own_form_and_the_qk_variant_are_measured_from_their_own_runs(tmp_path):
+    _plant(tmp_path, {"qk": _runs(0.30, 0.2)})
+    jsl1 = CLAIMS["JSL-1"]
+    assert jsl1.measure(tmp_path)["vit_test_error"] == pytest.approx(0.02)
+    (qk,) = jsl1.variants
+    assert jsl1.statistics(qk.samples(tmp_path))["vit_test_error"] == pytest.approx(0.30)
+    jsl2 = CLAIMS["JSL-2"]
+    assert jsl2.measure(tmp_path)["final_exact"] == pytest.approx(0.95)
+    assert jsl2.statistics(jsl2.variants[0].samples(tmp_path))["final_exact"] == pytest.approx(0.2)
+
+
+def test_a_variant_whose_form_was_not_trained_names_the_params_to_add_it(tmp_path):
+    _plant(tmp_path, {})
+    with pytest.raises(ArtifactError, match="spatial.ablation"):
+        CLAIMS["JSL-1"].variants[0].samples(tmp_path)

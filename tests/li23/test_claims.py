@@ -1,0 +1,76 @@
+"""LI-3's check as an example of every claim's: the verdict follows the numbers, three-valued, with the
+interval from resampling seeds."""
+
+import json
+
+import pytest
+
+from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, Bootstrap, Criterion, claim_verdict, evaluate
+from vitheory.core.errors import ArtifactError
+from vitheory.core.paths import artifact
+from vitheory.li23.claims import PAPER
+
+LI3 = next(claim for claim in PAPER.claims if claim.id == "LI-3")
+BOOTSTRAP = Bootstrap(resamples=200, confidence=0.95, seed=0)
+
+
+def write_metrics(root, initial, finals):
+    path = root / artifact("li_vit_metrics")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    test = {"attn_all_query": 0.5, "error_rate": 0.0, "loss": 0.0}
+    path.write_text(json.dumps({
+        "runs": [{"seed": seed, "initial": {"test": test | {"attn_relevant_query": initial}},
+                  "final": {"test": test | {"attn_relevant_query": final}}} for seed, final in enumerate(finals)],
+        "reference": {"uniform": 0.2, "all_query_cap": 0.9},
+    }))
+
+
+@pytest.mark.parametrize("initial,finals,verdict", [
+    (0.22, [0.95, 0.96, 0.94], HOLDS),
+    (0.22, [0.85, 0.88, 0.86], FAILS),        # not concentrated enough on any seed
+    (0.22, [0.95, 0.80, 0.96], INCONCLUSIVE),  # the seeds straddle 0.9
+    (0.32, [0.95, 0.95, 0.95], FAILS),        # less than 3x its initial value
+    (0.31, [0.95, 0.95, 0.95], FAILS),        # started far from uniform (0.31 / 0.2 > 1.5)
+    (0.30, [0.90, 0.90, 0.90], HOLDS),        # exactly on every threshold
+])
+def test_li3_verdict_follows_the_numbers(tmp_path, initial, finals, verdict):
+    write_metrics(tmp_path, initial, finals)
+    record = evaluate(LI3, "LI23", tmp_path, BOOTSTRAP)
+    assert record["verdict"] == verdict
+    assert record["measured"]["final"] == pytest.approx(sum(finals) / len(finals))
+    assert record["units"] == {"seeds": 3, "settings": 1}
+    final = record["criteria"]["final >= 0.9"]
+    low, high = final["interval"]
+    assert min(finals) - 1e-12 <= low <= high <= max(finals) + 1e-12  # three seeds: the resampled means
+    assert final["margin"] == pytest.approx(record["measured"]["final"] - 0.9)
+    assert list(record["criteria"]) == ["final >= 0.9", "final_over_initial >= 3", "initial_over_uniform <= 1.5"]
+
+
+def test_the_interval_is_reproducible_and_one_seed_gives_no_width(tmp_path):
+    write_metrics(tmp_path, 0.22, [0.95, 0.80, 0.96])
+    assert evaluate(LI3, "LI23", tmp_path, BOOTSTRAP) == evaluate(LI3, "LI23", tmp_path, BOOTSTRAP)
+    write_metrics(tmp_path, 0.22, [0.95])
+    assert evaluate(LI3, "LI23", tmp_path, BOOTSTRAP)["criteria"]["final >= 0.9"]["interval"] == [0.95, 0.95]
+
+
+def test_missing_metrics_name_the_stage(tmp_path):
+    with pytest.raises(ArtifactError, match=r"li_vit\.json: missing; run `dvc repro train_li_vit`"):
+        evaluate(LI3, "LI23", tmp_path, BOOTSTRAP)
+
+
+def test_criterion_operators_margins_and_verdicts():
+    assert Criterion("x", ">=", 1.0).holds(1.0)
+    assert not Criterion("x", ">", 1.0).holds(1.0)
+    assert not Criterion("x", "<=", 1.0).holds(1.5)
+    assert not Criterion("x", "<=", 1.0).holds(None)  # not measured: never holds
+    assert str(Criterion("x", "<=", 1.5)) == "x <= 1.5"
+    assert Criterion("x", "<=", 1.0).margin(0.25) == 0.75 and Criterion("x", ">", 1.0).margin(0.25) == -0.75
+    above = Criterion("x", ">", 0.0)
+    assert above.verdict(0.5, (0.1, 0.9)) == HOLDS
+    assert above.verdict(0.5, (-0.1, 0.9)) == INCONCLUSIVE  # the interval straddles the threshold
+    assert above.verdict(-0.5, (-0.9, -0.1)) == FAILS
+    assert above.verdict(None, (None, None)) == INCONCLUSIVE  # could not be measured
+    assert above.verdict(0.02, (1e-16, 0.04)) == INCONCLUSIVE  # an interval that touches 0 by rounding
+    assert claim_verdict([HOLDS, HOLDS]) == HOLDS
+    assert claim_verdict([HOLDS, INCONCLUSIVE]) == INCONCLUSIVE
+    assert claim_verdict([INCONCLUSIVE, FAILS]) == FAILS

@@ -1,0 +1,74 @@
+from dataclasses import replace
+from operator import itemgetter
+
+import pytest
+import torch
+
+from vitheory.li23.phase import (
+    Cell,
+    fit_exponent,
+    n_min,
+    run_chunk,
+    run_grid,
+    success_rates,
+    summarize,
+)
+
+
+def test_n_min_is_where_success_stays_above_threshold():
+    assert n_min({2: 0.0, 4: 0.6, 8: 0.4, 16: 0.8, 32: 1.0}, 0.5) == 16  # a lucky 4 does not count
+    assert n_min({2: 0.6, 4: 1.0}, 0.5) == 2
+    assert n_min({2: 0.0, 4: 0.2}, 0.5) is None  # censored: never reached in the grid
+
+
+def test_fit_exponent_recovers_a_power_law():
+    inverse = [2.5, 4.0, 5.0, 10.0]
+    assert fit_exponent(inverse, [3 * x ** 2 for x in inverse]) == pytest.approx(2.0)
+    assert fit_exponent(inverse, [None, 16.0, 25.0, 100.0]) == pytest.approx(2.0)  # censored points dropped
+    assert fit_exponent(inverse, [None, None, None, 7.0]) is None
+
+
+def _rows(n_min_by_alpha, seeds=4, grid=(2, 4, 8, 16, 32, 64)):
+    """Runs that succeed exactly from the given N on, for every seed."""
+    return [{"model": "vit", "alpha_star": a, "n_train": n, "seed": s, "test_error": 0.0 if n >= m else 0.1,
+             "steps_to_zero_train_error": int(10 / a), "steps_to_zero_test_error": int(20 / a),
+             "success": int(n >= m)}
+            for a, m in n_min_by_alpha.items() for s in range(seeds) for n in grid]
+
+
+def test_summary_of_an_exact_inverse_square_law():
+    rows = _rows({0.5: 4, 0.25: 16, 0.125: 64})
+    summary = summarize(rows, threshold=0.5, n_boot=50, seed=0)
+    assert summary["n_min"] == {"0.125": 64, "0.25": 16, "0.5": 4}
+    assert summary["n_min_exponent"] == pytest.approx(2.0)
+    assert (summary["n_min_exponent_ci_low"], summary["n_min_exponent_ci_high"]) == pytest.approx((2.0, 2.0))
+    assert summary["steps_exponent"] == pytest.approx(1.0, abs=0.01)
+    assert success_rates(rows)[0.25] == {2: 0.0, 4: 0.0, 8: 0.0, 16: 1.0, 32: 1.0, 64: 1.0}
+
+
+@pytest.fixture(scope="module")
+def tiny_phase(default_params):
+    phase = default_params.phase
+    grid = replace(phase.grids.default, alpha_star=(0.2, 0.4), n_train=(2, 8), seeds=2)
+    return replace(phase, grids=replace(phase.grids, default=grid), steps=30,
+                   data=replace(phase.data, n_test=40, pool_size=8))
+
+
+def test_grid_rows_are_complete_and_in_grid_order(tiny_phase):
+    rows = run_grid(tiny_phase, "default", "vit", torch.device("cpu"), progress=False)
+    assert [(r["alpha_star"], r["seed"], r["n_train"]) for r in rows] == [
+        (a, s, n) for a in (0.2, 0.4) for s in (0, 1) for n in (2, 8)]
+    for r in rows:
+        assert r["success"] == int(r["test_error"] == 0)
+
+
+def test_chunking_does_not_change_results(tiny_phase):
+    """Worker processes and chunk sizes are a matter of speed: each cell ends the same either way."""
+    cells = [(a, n, s) for a in (0.2, 0.4) for s in (0, 1) for n in (2, 8)]
+    whole = run_chunk(tiny_phase, "cnn", [Cell(*c) for c in cells], "cpu", 1)
+    pieces = [row for c in cells for row in run_chunk(tiny_phase, "cnn", [Cell(*c)], "cpu", 1)]
+    key = itemgetter("alpha_star", "n_train", "seed")
+    for a, b in zip(sorted(whole, key=key), sorted(pieces, key=key)):
+        assert a["steps_to_zero_train_error"] == b["steps_to_zero_train_error"]
+        assert a["steps_to_zero_test_error"] == b["steps_to_zero_test_error"]
+        assert a["test_error"] == pytest.approx(b["test_error"], abs=1 / 40)  # at most one test example apart

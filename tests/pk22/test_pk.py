@@ -1,0 +1,110 @@
+"""[PK22] analyses: Hessian eigenvalues against a dense eigendecomposition, Fourier and variance
+measures, band-passed noise."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.func import functional_call
+
+from vitheory.images.models import SmallResNet, SmallViT
+from vitheory.pk22.feature_maps import change_by_kind, high_frequency_delta, spatial_variance
+from vitheory.pk22.hessian import extreme_eigenvalues, hessian_operator, nll_and_l2, top_eigenvalues
+from vitheory.pk22.lesion import lesions, lesion_rows
+from vitheory.pk22.models import AlterNet
+from vitheory.pk22.noise import band_noise
+
+
+def dense_hessian(model, x, y) -> np.ndarray:
+    names = [n for n, _ in model.named_parameters()]
+    shapes = [p.shape for _, p in model.named_parameters()]
+    sizes = [p.numel() for _, p in model.named_parameters()]
+    flat = torch.cat([p.detach().reshape(-1) for _, p in model.named_parameters()])
+    buffers = dict(model.named_buffers())
+
+    def loss(vector):
+        theta = {n: c.reshape(s) for n, c, s in zip(names, vector.split(sizes), shapes)}
+        return F.cross_entropy(functional_call(model, (theta, buffers), (x,)), y)
+
+    return torch.autograd.functional.hessian(loss, flat).numpy()
+
+
+@pytest.mark.parametrize("build", [
+    lambda: SmallViT(image_size=4, channels=1, n_classes=3, patch=2, depth=1, heads=1, width=4, mlp_ratio=1,
+                     attention="vanilla", pool="cls"),
+    lambda: SmallResNet(channels=1, n_classes=3, widths=[2], blocks=[1]),
+])
+def test_top_eigenvalues_match_a_dense_eigendecomposition(build):
+    torch.manual_seed(0)
+    model = build().double().eval()
+    x, y = torch.randn(6, 1, 4, 4, dtype=torch.float64), torch.tensor([0, 1, 2, 0, 1, 2])
+    dense = np.linalg.eigvalsh(dense_hessian(model, x, y))
+    expected = np.sort(dense[np.argsort(-np.abs(dense))[:4]])
+    operator = hessian_operator(model, nll_and_l2(0.0), x, y)
+    found = top_eigenvalues(operator, 4, seed=0)
+    assert np.allclose(found, expected, rtol=1e-3, atol=1e-10), (found, expected)
+    assert (dense < 0).any()  # a spectrum with negative eigenvalues: the comparison covers their sign
+    # both ends of the spectrum, whatever their magnitudes
+    assert np.allclose(extreme_eigenvalues(operator, seed=0, tol=1e-8), (dense[0], dense[-1]), rtol=1e-4, atol=1e-8)
+    # the L2 term of weight decay wd adds wd to every eigenvalue
+    shifted = extreme_eigenvalues(hessian_operator(model, nll_and_l2(0.3), x, y), seed=0, tol=1e-8)
+    assert np.allclose(shifted, (dense[0] + 0.3, dense[-1] + 0.3), rtol=1e-4, atol=1e-8)
+
+
+def test_high_frequency_delta_reads_the_official_half_diagonal():
+    """The half-diagonal ends at (1 - 2/h) pi: a map with all its energy there rises, a smooth map falls,
+    and a checkerboard (energy only at the corner, pi) is not seen at all, as in the official code."""
+    side = 8
+    rows, cols = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+    last = side // 2 - 1  # the half-diagonal's last frequency, in units of 2 pi / side
+    top = torch.cos(2 * math.pi * last * (rows + cols) / side).double()
+    smooth = torch.cos(2 * math.pi * rows / side).double() + 2
+    checker = ((rows + cols) % 2 * 2 - 1).double()
+    as_tokens = lambda m: m.reshape(1, side * side, 1)  # noqa: E731
+    assert high_frequency_delta(as_tokens(top)) > 10
+    assert high_frequency_delta(as_tokens(smooth)) < -10
+    assert abs(high_frequency_delta(as_tokens(checker))) < 1e-6
+
+
+def test_spatial_variance_and_change_by_kind_without_downsampling():
+    feature = torch.tensor([[[1.0, 0.0], [3.0, 0.0]]])  # one image, two positions, two channels
+    assert spatial_variance(feature) == pytest.approx((2.0 + 0.0) / 2)
+    profile = [{"kind": "embed", "v": 1.0, "tokens": 16}, {"kind": "msa", "v": 0.5, "tokens": 16},
+               {"kind": "mlp", "v": 2.0, "tokens": 16}, {"kind": "msa", "v": 1.0, "tokens": 16},
+               {"kind": "mlp", "v": 1.5, "tokens": 16}, {"kind": "mlp", "v": 9.0, "tokens": 4}]
+    assert change_by_kind(profile, "v") == {"msa": pytest.approx(-0.75), "mlp": pytest.approx(1.0)}
+
+
+def test_band_noise_sits_in_its_band_at_the_asked_rms():
+    generator = torch.Generator().manual_seed(0)
+    noise = band_noise((3, 2, 8, 8), 1.0, 0.25, 0.5, generator)
+    assert noise.pow(2).mean(dim=(1, 2, 3)).sqrt().tolist() == pytest.approx([0.5] * 3, rel=1e-5)
+    spectrum = torch.fft.fft2(noise.double()).abs()
+    frequency = torch.fft.fftfreq(8).abs() * 2
+    radius = torch.maximum(frequency[:, None], frequency[None, :])
+    assert spectrum[..., radius != 1.0].max() < 1e-6  # only the outermost ring (1.0 pi) is left
+    low = band_noise((3, 2, 8, 8), 0.0, 0.25, 0.5, generator)
+    assert torch.allclose(low, low[..., :1, :1].expand_as(low), atol=1e-6)  # frequency 0: a constant map
+    with pytest.raises(ValueError, match="no frequency"):
+        band_noise((1, 1, 8, 8), 0.6, 0.05, 0.5, generator)
+
+
+def test_lesions_remove_one_residual_branch_at_a_time():
+    torch.manual_seed(0)
+    alternet = AlterNet(image_size=8, channels=1, n_classes=3, widths=[2, 4], blocks=[2, 3], attention=[0, 1],
+                        heads=2).eval()
+    found = list(lesions(alternet))
+    # every block but the downsampling first one of stage 2; stage 2 ends with its attention block
+    assert [(w["stage"], w["position"], w["kind"]) for w, _ in found] == [
+        (0, 0, "conv"), (0, 1, "conv"), (1, 1, "conv"), (1, 2, "msa")]
+    x = torch.randn(2, 4, 4, 4)
+    layer = next(lesioned for w, lesioned in found if w["kind"] == "msa").layers[4]
+    assert torch.equal(layer(x)[1], x)  # the attention block, removed, passes its input on
+    vit = SmallViT(image_size=4, channels=1, n_classes=3, patch=2, depth=2, heads=1, width=4, mlp_ratio=1,
+                   attention="vanilla", pool="cls").eval()
+    assert [(w["index"], w["kind"]) for w, _ in lesions(vit)] == [(0, "msa"), (0, "mlp"), (1, "msa"), (1, "mlp")]
+    images, labels = torch.randn(5, 1, 4, 4), torch.tensor([0, 1, 2, 0, 1])
+    rows = lesion_rows("vit", 0, vit, images, labels)
+    assert len(rows) == 4 and all(-1 <= row[-1] <= 1 for row in rows)

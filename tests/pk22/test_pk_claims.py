@@ -1,0 +1,64 @@
+"""[PK22] checks on planted numbers: each verdict follows the quantity the paper names, and a condition
+the regime does not meet makes the claim inconclusive whatever the rest says."""
+
+import pytest
+
+from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, claim_verdict
+from vitheory.pk22.claims import PAPER
+
+CLAIMS = {claim.id: claim for claim in PAPER.claims}
+
+
+def _lesions(msa_drop, conv_drop):
+    """One AlterNet seed: stage 0 two conv blocks, stage 1 a conv block then its closing attention block."""
+    return [{"stage": 0, "position": 0, "kind": "conv", "accuracy_drop": 0.5},
+            {"stage": 0, "position": 1, "kind": "conv", "accuracy_drop": 0.01},
+            {"stage": 1, "position": 1, "kind": "conv", "accuracy_drop": conv_drop},
+            {"stage": 1, "position": 2, "kind": "msa", "accuracy_drop": msa_drop}]
+
+
+@pytest.mark.parametrize("msa_drop,conv_drop,holds", [(0.3, 0.1, True), (0.05, 0.2, False)])
+def test_pk7_compares_a_stages_closing_attention_block_with_the_blocks_before_it(msa_drop, conv_drop, holds):
+    vit = [[{"stage": 0, "position": 0, "kind": kind, "accuracy_drop": 0.1} for kind in ("msa", "mlp")]]
+    measured = CLAIMS["PK-7"].statistics({"alternet": [_lesions(msa_drop, conv_drop)] * 2, "vit": vit})
+    # stage 0 has no attention block: only stage 1 counts, its conv block against its attention block
+    assert measured["end_of_stage_msa_minus_earlier_blocks"] == pytest.approx(msa_drop - conv_drop)
+    assert CLAIMS["PK-7"].criteria[0].holds(measured["end_of_stage_msa_minus_earlier_blocks"]) is holds
+
+
+def _hessian_unit(low, high):
+    return {"top": [high, -abs(low)], "min": low, "max": high}
+
+
+def test_pk2_reads_both_ends_of_the_spectrum_not_the_top_five_alone():
+    samples = {"vit": [_hessian_unit(-10, 40)] * 3, "cnn": [_hessian_unit(-0.5, 50)] * 3,
+               "vit_small": [_hessian_unit(-20, 30)] * 3, "vit_gap": [_hessian_unit(-2, 40)] * 3}
+    measured = CLAIMS["PK-2"].statistics(samples)
+    assert measured["vit_negative_curvature"] == pytest.approx(10 / 40)
+    assert measured["vit_minus_cnn_negative_curvature"] == pytest.approx(10 / 40 - 0.5 / 50)
+    assert all(c.holds(measured[c.quantity]) for c in CLAIMS["PK-2"].criteria)
+    assert CLAIMS["PK-8"].statistics(samples)["vit_over_cnn_lambda_max"] == pytest.approx(40 / 50)
+
+
+def test_pk5_compares_profiles_and_needs_no_collapse():
+    def unit(low_drop, high_drop, clean=0.9):
+        return {0.0: (clean, low_drop), 1.0: (clean, high_drop)}
+
+    measured = CLAIMS["PK-5"].statistics({"vit": [unit(0.3, 0.1)] * 2, "cnn": [unit(0.1, 0.3)] * 2})
+    assert measured["vit_minus_cnn_high_minus_low"] == pytest.approx(-0.4)
+    assert measured["least_noisy_accuracy"] == pytest.approx(0.6)
+    collapsed = CLAIMS["PK-5"].statistics({"vit": [unit(0.3, 0.1)] * 2, "cnn": [unit(0.1, 0.6, clean=0.7)] * 2})
+    condition = CLAIMS["PK-5"].conditions[0]
+    assert not condition.holds(collapsed["least_noisy_accuracy"])
+    assert claim_verdict([HOLDS], [FAILS]) == INCONCLUSIVE  # the regime cannot show it: not a failure
+
+
+def test_pk6_compares_on_small_data_and_needs_error_left():
+    def seed(alternet, cnn):
+        return {0.1: (0.0, alternet), 1.0: (0.0, 0.001)}, {0.1: (0.0, cnn), 1.0: (0.0, 0.002)}
+
+    units = [seed(0.10, 0.15), seed(0.12, 0.14)]
+    measured = CLAIMS["PK-6"].statistics({"alternet": [a for a, _ in units], "cnn_baseline": [c for _, c in units]})
+    assert measured["alternet_minus_cnn_baseline_small_data"] == pytest.approx(-0.035)
+    assert measured["least_test_error_small_data"] == pytest.approx(0.11)  # the lower of the mean errors
+    assert measured["alternet_minus_cnn_baseline_all_data"] == pytest.approx(-0.001)

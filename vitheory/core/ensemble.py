@@ -1,0 +1,274 @@
+"""Training many small models at once: an ensemble with stacked weights.
+
+The figures of [LI23] need hundreds of independent trainings (grid cell x seed). Here E models of
+one class are trained together: their weights are stacked along a leading member dimension and one
+forward/backward pass (`torch.func.vmap` over `functional_call`) serves them all. Each member has
+its own training set and size, its own seed (initialisation, mini-batches, token sampling) and its
+own stopping, so a member ends with the weights it would have had trained alone (to float
+tolerance). A single training run is an ensemble of one.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
+from tqdm import tqdm
+
+from vitheory.core.errors import TrainingDiverged
+
+
+class Ensemble:
+    """E models of one class with stacked weights: `params[name]` has shape (E, *shape)."""
+
+    def __init__(self, models: Sequence[nn.Module]):
+        params, buffers = stack_module_state(list(models))
+        self.params = {name: p.detach().requires_grad_() for name, p in params.items()}
+        self.buffers = buffers
+        self._template = copy.deepcopy(models[0]).to("meta")
+        self._groups = {name: models[0].param_group(name) for name in self.params}
+
+    def __len__(self) -> int:
+        return next(iter(self.params.values())).shape[0]
+
+    def __call__(self, x: torch.Tensor, members: torch.Tensor | None = None, **kwargs):
+        """x (E, B, ...) -> the model's output per member, (E, B, ...). With `members` (indices),
+        x holds only those members' inputs and only they are computed (and get gradients)."""
+        def one(params, buffers, inputs):
+            return functional_call(self._template, (params, buffers), (inputs,), kwargs)
+
+        params, buffers = self.params, self.buffers
+        if members is not None:
+            params = {name: p[members] for name, p in params.items()}
+            buffers = {name: b[members] for name, b in buffers.items()}
+        return vmap(one)(params, buffers, x)
+
+    def group(self, name: str) -> str:
+        return self._groups[name]
+
+    def member(self, index: int, model: nn.Module) -> nn.Module:
+        """`model` (same class and config) with the weights of member `index`."""
+        state = {name: t[index].detach().clone() for name, t in {**self.params, **self.buffers}.items()}
+        model.load_state_dict(state)
+        return model.eval()
+
+
+@dataclass(frozen=True)
+class Stacked:
+    """Training data of E members, padded to the largest set: X (E, N_max, ...), y (E, N_max) in
+    {-1, +1} float, n (E,) the size of each member's own set (rows past it are padding)."""
+
+    X: torch.Tensor
+    y: torch.Tensor
+    n: torch.Tensor
+
+    @staticmethod
+    def pad(sets: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> Stacked:
+        n_max = max(len(x) for x, _ in sets)
+        X = torch.zeros(len(sets), n_max, *sets[0][0].shape[1:])
+        y = torch.zeros(len(sets), n_max)
+        for i, (x_i, y_i) in enumerate(sets):
+            X[i, :len(x_i)], y[i, :len(y_i)] = x_i, y_i.float()
+        return Stacked(X, y, torch.tensor([len(x) for x, _ in sets]))
+
+    def to(self, device: torch.device) -> Stacked:
+        return Stacked(self.X.to(device), self.y.to(device), self.n.to(device))
+
+
+@dataclass(frozen=True)
+class SGDConfig:
+    steps: int
+    batch_size: int | None  # None: full-batch gradient descent, each member on its whole set
+    lr: dict[str, float]  # learning rate per parameter group (the model's `param_group`); 0 freezes it
+    eval_every: int  # full-training-set check for zero loss / zero error
+    token_fraction: float = 1.0
+    loss: Literal["hinge", "logistic"] = "hinge"
+    stop_at_zero_loss: bool = True  # a member whose hinge loss is 0 on all its data has zero gradient
+    stop_diverged: bool = False  # freeze a member whose loss turns non-finite instead of raising
+    lr_keys: dict[str, str] | None = None  # params key of each group's rate, named when a run diverges
+    optimizer: Literal["sgd", "adam"] = "sgd"  # adam: betas (0.9, 0.999), eps 1e-8, per member
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Per member: steps run, first checked step with zero training error and with zero test error (-1:
+    never, or no test data given), whether its loss became non-finite (only with `SGDConfig.stop_diverged`)."""
+
+    steps_run: list[int]
+    steps_to_zero_train_error: list[int]
+    steps_to_zero_test_error: list[int]
+    diverged: list[bool]
+
+
+def hinge(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return torch.relu(1 - y * out)
+
+
+def logistic(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return F.softplus(-y * out)
+
+
+LOSSES = {"hinge": hinge, "logistic": logistic}
+TEST_SCREEN = 64  # test examples checked first for zero test error (train_ensemble)
+ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-8
+
+
+def _valid_rows(y: torch.Tensor, n: torch.Tensor | None) -> torch.Tensor:
+    """(E, N) mask of each member's own rows (the first n[i]; all when n is None)."""
+    if n is None:
+        return torch.ones_like(y, dtype=torch.bool)
+    return torch.arange(y.shape[1], device=y.device)[None] < n[:, None]
+
+
+@torch.no_grad()
+def loss_and_error(ensemble: Ensemble, X: torch.Tensor, y: torch.Tensor, n: torch.Tensor | None = None,
+                   members: torch.Tensor | None = None, loss: str = "hinge") -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean loss and 0-1 error per member, over the first n[i] rows of member i's set; with
+    `members`, X, y and n hold only those members' rows."""
+    out = ensemble(X, members=members)
+    valid = _valid_rows(y, n)
+    count = valid.sum(1)
+    mean_loss = LOSSES[loss](out, y).where(valid, 0).sum(1) / count
+    error = (y * out <= 0).where(valid, False).sum(1) / count
+    return mean_loss, error
+
+
+def subsample_tokens(x: torch.Tensor, fraction: float, generator: torch.Generator) -> torch.Tensor:
+    """Keep a random round(fraction * L) of each example's tokens (the theory's token sampling),
+    x (B, L, d)."""
+    n, length, _ = x.shape
+    keep = max(1, round(fraction * length))
+    if keep == length:
+        return x
+    order = torch.argsort(torch.rand(n, length, generator=generator), dim=1)[:, :keep]
+    return x.gather(1, order.to(x.device)[..., None].expand(-1, -1, x.shape[-1]))
+
+
+def train_ensemble(ensemble: Ensemble, data: Stacked, seeds: Sequence[int], cfg: SGDConfig,
+                   on_log: Callable[[int, Ensemble], None] | None = None, log_every: int = 0,
+                   progress: bool = True, desc: str = "train", test: Stacked | None = None) -> Outcome:
+    """Mini-batch SGD (or full-batch gradient descent) on the configured loss, each member on its own
+    data with its own generator.
+
+    `on_log(step, ensemble)` is called at step 0, every `log_every` steps and at the end. With `test`
+    (each member's test set), every check also records the first step with zero test error.
+    Raises TrainingDiverged when a member's loss becomes non-finite.
+    """
+    E, device = len(ensemble), data.X.device
+    generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
+    active = torch.ones(E, dtype=torch.bool, device=device)
+    steps_run = [cfg.steps] * E
+    zero_error_step = [-1] * E
+    zero_test_error_step = [-1] * E
+    diverged = [False] * E
+    params = list(ensemble.params.values())
+    lrs = [cfg.lr[ensemble.group(name)] for name in ensemble.params]
+    # Adam's moments and step counts, per member (a frozen member's stay as they were)
+    first, second = [torch.zeros_like(p) for p in params], [torch.zeros_like(p) for p in params]
+    count = [torch.zeros(E, device=device) for _ in params]
+
+    def check_test(step: int) -> None:
+        """Record the step for live members that reach zero test error now. Exact and cheap: a member
+        with an error among its first TEST_SCREEN test examples cannot have zero test error, so only
+        the others are evaluated on their whole test set."""
+        waiting = [i for i in active.nonzero().squeeze(1).tolist() if zero_test_error_step[i] < 0]
+        if not waiting:
+            return
+        members = torch.tensor(waiting, device=device)
+        screen = min(TEST_SCREEN, test.X.shape[1])
+        _, screened = loss_and_error(ensemble, test.X[members, :screen], test.y[members, :screen],
+                                     test.n[members].clamp(max=screen), members=members, loss=cfg.loss)
+        members = members[screened == 0]
+        if len(members):
+            _, error = loss_and_error(ensemble, test.X[members], test.y[members], test.n[members], members=members,
+                                      loss=cfg.loss)
+            for i in members[error == 0].tolist():
+                zero_test_error_step[i] = step
+
+    def check(step: int) -> None:
+        # a stopped member has zero loss, hence zero error already recorded: only live ones are checked
+        live = active.nonzero().squeeze(1)
+        loss, error = loss_and_error(ensemble, data.X[live], data.y[live], data.n[live], members=live,
+                                     loss=cfg.loss)
+        if test is not None:
+            check_test(step)
+        for j, i in enumerate(live.tolist()):
+            if zero_error_step[i] < 0 and error[j] == 0:
+                zero_error_step[i] = step
+            if cfg.stop_at_zero_loss and loss[j] == 0:
+                active[i], steps_run[i] = False, step
+
+    if on_log:
+        on_log(0, ensemble)
+    check(0)
+    last_step = logged_step = 0
+    bar = tqdm(range(1, cfg.steps + 1), desc=desc, disable=not progress, mininterval=1.0)
+    for step in bar:
+        if not active.any():
+            break  # every member has zero loss: nothing would change any more
+        live = active.nonzero().squeeze(1)  # members that stopped cost nothing
+        if cfg.batch_size is None and len(live) == E:  # no copy: the data may be one set expanded E times
+            x, y, valid = data.X, data.y, _valid_rows(data.y, data.n)
+        elif cfg.batch_size is None:
+            x, y, valid = data.X[live], data.y[live], _valid_rows(data.y[live], data.n[live])
+        else:
+            idx = torch.stack([torch.randint(0, int(data.n[i]), (cfg.batch_size,), generator=generators[i])
+                               for i in live.tolist()]).to(device)
+            x, y = data.X[live[:, None], idx], data.y[live[:, None], idx]  # (E_live, B, ...)
+            valid = torch.ones_like(y, dtype=torch.bool)
+        if cfg.token_fraction < 1:
+            x = torch.stack([subsample_tokens(x[j], cfg.token_fraction, generators[i])
+                             for j, i in enumerate(live.tolist())])
+        per_example = LOSSES[cfg.loss](ensemble(x, members=live), y)
+        loss = per_example.where(valid, 0).sum(1) / valid.sum(1)  # (E_live,)
+        finite = torch.isfinite(loss)
+        if not finite.all() and not cfg.stop_diverged:
+            j = int((~finite).nonzero()[0])
+            bad = int(live[j])
+            rates = ", ".join(f"{(cfg.lr_keys or {}).get(group, group)} (now {lr})" for group, lr in cfg.lr.items())
+            raise TrainingDiverged(f"training loss became {loss[j].item()} at step {step} "
+                                   f"(member {bad}, seed {seeds[bad]}): lower {rates}")
+        for i in live[~finite].tolist():  # frozen where it diverged, reported in the outcome
+            active[i], steps_run[i], diverged[i] = False, step - 1, True
+        grads = torch.autograd.grad(loss.where(finite, 0).sum(), params)
+        with torch.no_grad():
+            for k, (p, g, lr) in enumerate(zip(params, grads, lrs)):
+                moving = active.view(-1, *[1] * (g.dim() - 1))  # no step for frozen members
+                if cfg.optimizer == "adam":
+                    first[k].lerp_(g, torch.where(moving, 1 - ADAM_BETAS[0], 0.0))
+                    second[k].lerp_(g * g, torch.where(moving, 1 - ADAM_BETAS[1], 0.0))
+                    count[k] += moving.squeeze()
+                    shape = (-1, *[1] * (g.dim() - 1))
+                    corrected = (first[k] / (1 - ADAM_BETAS[0] ** count[k].clamp(min=1)).view(shape)) / (
+                        (second[k] / (1 - ADAM_BETAS[1] ** count[k].clamp(min=1)).view(shape)).sqrt() + ADAM_EPS)
+                    p.sub_(lr * corrected.where(moving, 0))
+                else:
+                    p.sub_(lr * g.where(moving, 0))
+        last_step = step
+        if step % cfg.eval_every == 0 or step == cfg.steps:
+            check(step)
+            bar.set_postfix(active=int(active.sum()), refresh=False)
+        if on_log and step % log_every == 0:
+            on_log(step, ensemble)
+            logged_step = step
+    if on_log and logged_step != last_step:
+        on_log(last_step, ensemble)
+    return Outcome(steps_run, zero_error_step, zero_test_error_step, diverged)
+
+
+def chunk_plan(n_members: int, device: torch.device) -> tuple[int, int]:
+    """(members per chunk, worker processes). Measured on a 2-core CPU: stacks of 8-16 small models
+    stay in cache and run fastest, and single-thread workers, one per core, beat one process using
+    both cores. On a GPU one stack of every member fills the device best."""
+    if device.type == "cuda":
+        return n_members, 1
+    cores = torch.multiprocessing.cpu_count()
+    chunk = min(16, max(1, math.ceil(n_members / cores)))
+    return chunk, min(cores, math.ceil(n_members / chunk))

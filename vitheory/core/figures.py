@@ -1,0 +1,38 @@
+"""What every paper's figures share: one theme, one save helper, long-form tables as data frames.
+
+Each paper package draws its own figures (`vitheory.<paper>.figures`), one function per figure over
+a long-form table, and a `render(params)` that reads its artifacts and saves them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from vitheory.core.artifacts import atomic_path, read_table
+from vitheory.core.paths import artifact
+
+
+def set_theme(context: str) -> None:
+    sns.set_theme(context=context, style="whitegrid", palette="colorblind")
+
+
+def save_figure(fig: plt.Figure, name: str, dpi: int) -> None:
+    """Save as `<figures>/<name>.png`; no timestamp or version in the file: same figure, same bytes."""
+    with atomic_path(figure_path(name)) as tmp:
+        fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format="png", metadata={"Software": None})
+    plt.close(fig)
+
+
+def figure_path(name: str) -> Path:
+    """Where the figure `name` is saved, under dvc.yaml's `paths.figures`."""
+    return artifact("figures") / f"{name}.png"
+
+
+def read_frame(path: str | Path, columns: Mapping[str, Callable[[str], Any]]) -> pd.DataFrame:
+    """A long-form table written by `write_table`, typed by `columns`, as a data frame."""
+    return pd.DataFrame(read_table(path, columns))

@@ -1,0 +1,34 @@
+"""What the packages' re-derivation checks share (`vitheory.<paper>.rederive`): each check re-derives
+one stage's summary metrics from its raw tables or checkpoints under a repository root and returns a
+problem line for every summary that does not follow."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from vitheory.core.paths import stage_of
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal structures, floats equal to 1e-9 relative (JSON keeps them exactly; this allows for
+    a different summation order on another machine)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-9)
+    return a == b
+
+
+def differs(path: Path, what: str) -> list[str]:
+    """A summary that its own raw artifacts do not reproduce: only rerunning its stage mends it."""
+    return [f"{path}: {what}; run `dvc repro -f {stage_of(path)}` to rebuild it"]
+
+
+def agrees(derived: dict[str, Any], stored: dict[str, Any], path: Path, what: str) -> list[str]:
+    """No problem when `derived` equals the same keys of `stored`; else `differs`."""
+    return [] if same(derived, {k: stored.get(k) for k in derived}) else differs(path, what)
+

@@ -1,0 +1,103 @@
+"""Real-image params sections: the dataset and its splits, the model presets, and the training recipe
+shared by JSL-5, JSL-6, LI-5 and [PK22]."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from vitheory.core.config import NON_NEGATIVE, OPEN_FRACTION, POSITIVE, Rule, Section, Violation, at_least, knob
+
+
+@dataclass(frozen=True)
+class ClutteredParams(Section):
+    """Cluttered translated digits (vitheory.images.cluttered): every source digit of a split, upscaled,
+    at a random place on a larger canvas with fragments of other digits of the same split as clutter."""
+
+    canvas: int = knob(at_least(8))  # side, pixels
+    scale: int = knob(at_least(1))  # a digit's 8 x 8 pixels become scale x scale blocks
+    fragments: int = knob(at_least(0))  # clutter pieces per image
+    fragment: int = knob(at_least(1))  # side of a clutter piece, pixels of the upscaled digit it is cut from
+    copies: int = knob(at_least(1))  # images made from each source digit (other places, other clutter)
+
+    def relations(self) -> Iterator[Violation]:
+        if 8 * self.scale > self.canvas:
+            yield "canvas", self.canvas, f">= the upscaled digit's side (8 x scale = {8 * self.scale})"
+        if self.fragment > 8 * self.scale:
+            yield "fragment", self.fragment, f"<= the upscaled digit's side ({8 * self.scale})"
+
+
+@dataclass(frozen=True)
+class ImagesParams(Section):
+    """Which real dataset and how it is split (vitheory.images.datasets)."""
+
+    dataset: Literal["digits", "cluttered_digits", "cifar10", "cifar100", "svhn", "imagefolder"] = knob()
+    root: str = knob()  # downloads and image folders live under root/<dataset>/
+    seed: int = knob(NON_NEGATIVE)
+    val_fraction: float = knob(Rule(lambda v: 0 < v < 1, "in (0, 1)"))
+    test_fraction: float = knob(Rule(lambda v: 0 < v < 1, "in (0, 1)"))  # datasets without a test split
+    train_fraction: float = knob(OPEN_FRACTION)  # class-balanced share of the training images used
+    cluttered: ClutteredParams = knob()  # read when dataset is cluttered_digits
+
+
+@dataclass(frozen=True)
+class ViTPreset(Section):
+    """vitheory.images.models.SmallViT, less the data's shape."""
+
+    patch: int = knob(at_least(1))
+    depth: int = knob(at_least(1))
+    heads: int = knob(at_least(1))
+    width: int = knob(at_least(2))
+    mlp_ratio: int = knob(at_least(1))
+    attention: Literal["vanilla", "positional"] = knob()
+    pool: Literal["cls", "gap"] = knob()
+
+    def relations(self) -> Iterator[Violation]:
+        if self.width % self.heads:
+            yield "heads", self.heads, f"a divisor of width ({self.width})"
+
+
+@dataclass(frozen=True)
+class ResNetPreset(Section):
+    """vitheory.images.models.SmallResNet, less the data's shape."""
+
+    widths: tuple[int, ...] = knob(at_least(1))
+    blocks: tuple[int, ...] = knob(at_least(1))
+
+    def relations(self) -> Iterator[Violation]:
+        if len(self.blocks) != len(self.widths):
+            yield "blocks", list(self.blocks), f"one count per stage ({len(self.widths)} widths)"
+
+
+@dataclass(frozen=True)
+class RealModels(Section):
+    vit: ViTPreset = knob()
+    vit_positional: ViTPreset = knob()
+    cnn: ResNetPreset = knob()
+
+
+@dataclass(frozen=True)
+class RealTrainParams(Section):
+    seeds: int = knob(at_least(1))
+    epochs: int = knob(at_least(1))
+    batch_size: int = knob(at_least(1))
+    lr: float = knob(POSITIVE)
+    warmup_epochs: int = knob(NON_NEGATIVE)  # linear warmup before the cosine decay
+    weight_decay: float = knob(NON_NEGATIVE)
+    shift: int = knob(NON_NEGATIVE)  # random translation, pixels
+    hflip: bool = knob()
+    permutation_seed: int = knob(NON_NEGATIVE)
+    permutation_block: int = knob(at_least(1))  # side of the squares the permutation moves (1: pixels)
+    models: RealModels = knob()
+
+
+def training_regime(data: ImagesParams, real: RealTrainParams) -> str:
+    """The real-image regime the claims on train_real's models run in, for the report."""
+    vit = real.models.vit
+    return (f"Dataset `{data.dataset}` (train fraction {data.train_fraction}, val {data.val_fraction}); "
+            f"ViT: patch {vit.patch}, depth {vit.depth}, {vit.heads} heads, width {vit.width}, {vit.pool} "
+            f"pooling; CNN: widths {list(real.models.cnn.widths)}, blocks {list(real.models.cnn.blocks)}; "
+            f"AdamW lr {real.lr}, weight decay {real.weight_decay}, {real.warmup_epochs} warmup epochs then "
+            f"cosine, {real.epochs} epochs, "
+            f"batch {real.batch_size}, shifts up to {real.shift} px; {real.seeds} seeds.")

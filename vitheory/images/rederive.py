@@ -1,0 +1,37 @@
+"""train_real's summaries re-derived from its checkpoints, for `python -m vitheory.verify`: every
+checkpoint evaluated again on the test images (JSL-5, JSL-6), and each summary from its runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from vitheory.core.artifacts import read_json
+from vitheory.core.checkpoint import checkpoint_metadata, load_checkpoint
+from vitheory.core.paths import artifact, run_name, runs
+from vitheory.core.rederive import agrees, differs, same
+from vitheory.images.training import accuracy_summary, evaluate, load_images, permute_pixels
+
+
+def train_real(root: Path) -> list[str]:
+    test = load_images(root / artifact("images"), ("test",), torch.device("cpu"))
+    problems = []
+    for model_name in runs("real_models"):
+        for pixels in runs("real_pixels"):
+            path = artifact("real_metrics") / f"{run_name(model_name, pixels)}.json"
+            stored = read_json(root / path)
+            for key, run in sorted(stored["runs"].items()):
+                folder = root / artifact("real_models") / run_name(model_name, pixels) / key
+                permutation = checkpoint_metadata(folder)["permutation"]
+                x = permute_pixels(test.x["test"], None if permutation is None else torch.tensor(permutation))
+                accuracy = evaluate(load_checkpoint(folder), x, test.y["test"])["accuracy"]
+                if not same(accuracy, run["test_accuracy"]):
+                    problems += differs(path, f"{key}'s test accuracy {run['test_accuracy']:.4f} differs from its "
+                                              f"checkpoint's, {accuracy:.4f}")
+            accuracies = [run["test_accuracy"] for _, run in sorted(stored["runs"].items())]
+            problems += agrees(accuracy_summary(accuracies), stored, path, "the summary differs from its runs")
+    return problems
+
+
+CHECKS = (train_real,)

@@ -1,0 +1,285 @@
+"""Training and evaluating the small image classifiers (vitheory.images.models) on real images.
+
+AdamW with a linear warmup and a cosine learning-rate schedule, light augmentation (random shifts, optional horizontal
+flips), cross-entropy. A fixed pixel permutation, when given, is applied after augmentation: the
+model only ever sees permuted images ([JSL22] Figure 5).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+from vitheory.core.artifacts import read_meta
+from vitheory.core.checkpoint import seed_folder
+from vitheory.core.device import seeded
+from vitheory.core.errors import TrainingDiverged
+from vitheory.core.history import log_step
+from vitheory.core.resume import Resume, RunState
+from vitheory.images.datasets import Images, load_prepared
+from vitheory.images.models import SmallResNet, SmallViT
+from vitheory.images.params import RealTrainParams, ResNetPreset, ViTPreset
+
+EpochLog = Callable[[int], dict[str, float]]
+
+
+@dataclass(frozen=True)
+class Normalizer:
+    """Per-channel mean and standard deviation of the training images (0..255 scale)."""
+
+    mean: torch.Tensor
+    std: torch.Tensor
+
+    @staticmethod
+    def fit(train: Images) -> Normalizer:
+        pixels = train.X.double().flatten(0, 2)  # (N*H*W, C)
+        return Normalizer(pixels.mean(0).float(), pixels.std(0).clamp_min(1e-3).float())
+
+    def __call__(self, images: Images) -> torch.Tensor:
+        """(N, C, H, W) float images."""
+        return ((images.X.float() - self.mean) / self.std).permute(0, 3, 1, 2).contiguous()
+
+
+@dataclass(frozen=True)
+class LoadedImages:
+    """Prepared splits, normalised by the training images' statistics, on a device."""
+
+    x: dict[str, torch.Tensor]  # (N, C, H, W) float
+    y: dict[str, torch.Tensor]
+    normalize: Normalizer
+    image_size: int
+    channels: int
+    n_classes: int
+
+
+def load_images(folder: str | Path, split_names: tuple[str, ...], device: torch.device) -> LoadedImages:
+    """The splits written by prepare_images (the training split is always read: it sets the normalisation)."""
+    splits = {name: load_prepared(folder, name) for name in dict.fromkeys(("train", *split_names))}
+    meta = read_meta(folder)
+    normalize = Normalizer.fit(splits["train"])
+    height, _, channels = meta["image_shape"]
+    return LoadedImages({name: normalize(splits[name]).to(device) for name in split_names},
+                        {name: splits[name].y.to(device) for name in split_names}, normalize, height, channels,
+                        len(meta["classes"]))
+
+
+def pixel_permutation(height: int, width: int, block: int, seed: int) -> torch.Tensor:
+    """One fixed permutation of the H*W pixel positions (row-major) that moves whole block x block
+    squares (block 1: single pixels): a ViT with patches of that size sees its tokens shuffled, intact."""
+    rows, cols = height // block, width // block
+    order = torch.randperm(rows * cols, generator=torch.Generator().manual_seed(seed))
+    source_row, source_col = order // cols, order % cols  # the block that lands at each block position
+    pixel = torch.arange(height * width).reshape(height, width)
+    blocks = pixel.reshape(rows, block, cols, block).permute(0, 2, 1, 3)  # (rows, cols, block, block)
+    moved = blocks[source_row, source_col].reshape(rows, cols, block, block)
+    return moved.permute(0, 2, 1, 3).reshape(-1)
+
+
+def patch_order(permutation: torch.Tensor, image_size: int, patch: int) -> torch.Tensor | None:
+    """For a pixel permutation that moves whole patch x patch squares: the natural patch index shown
+    at each patch position of a permuted image (row-major); None when it splits patches."""
+    grid = image_size // patch
+    pixels = permutation.reshape(grid, patch, grid, patch).permute(0, 2, 1, 3).reshape(grid * grid, patch * patch)
+    rows, cols = pixels // image_size, pixels % image_size
+    source = (rows // patch) * grid + cols // patch  # (patches, pixels per patch): each pixel's natural patch
+    if not (source == source[:, :1]).all():
+        return None
+    return source[:, 0]
+
+
+def permute_pixels(x: torch.Tensor, permutation: torch.Tensor | None) -> torch.Tensor:
+    """Move pixel permutation[i] to position i, every channel alike; x (B, C, H, W)."""
+    if permutation is None:
+        return x
+    b, c, h, w = x.shape
+    return x.flatten(2)[..., permutation.to(x.device)].reshape(b, c, h, w)
+
+
+def augment(x: torch.Tensor, shift: int, hflip: bool, generator: torch.Generator) -> torch.Tensor:
+    """Random translation by up to `shift` pixels (zero padding) and, optionally, horizontal flips."""
+    b, _, h, w = x.shape
+    if shift:
+        padded = F.pad(x, (shift,) * 4)
+        dy, dx = (torch.randint(0, 2 * shift + 1, (b,), generator=generator) for _ in range(2))
+        rows = (dy[:, None] + torch.arange(h)[None]).to(x.device)  # (B, H)
+        cols = (dx[:, None] + torch.arange(w)[None]).to(x.device)
+        batch = torch.arange(b, device=x.device)[:, None, None]
+        x = padded.permute(0, 2, 3, 1)[batch, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2)
+    if hflip:
+        flip = (torch.rand(b, generator=generator) < 0.5).to(x.device)
+        x = torch.where(flip[:, None, None, None], x.flip(-1), x)
+    return x
+
+
+def build_model(preset: ViTPreset | ResNetPreset, image_size: int, channels: int, n_classes: int) -> nn.Module:
+    if isinstance(preset, ViTPreset):
+        return SmallViT(image_size=image_size, channels=channels, n_classes=n_classes, patch=preset.patch,
+                        depth=preset.depth, heads=preset.heads, width=preset.width, mlp_ratio=preset.mlp_ratio,
+                        attention=preset.attention, pool=preset.pool)
+    return SmallResNet(channels=channels, n_classes=n_classes, widths=list(preset.widths), blocks=list(preset.blocks))
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 512,
+             **forward: torch.Tensor) -> dict[str, float]:
+    """Cross-entropy and accuracy of `model` on normalised images x; `forward` keywords are sliced
+    with the batch (e.g. keep=...)."""
+    model.eval()
+    loss, correct = 0.0, 0
+    for start in range(0, len(y), batch_size):
+        part = slice(start, start + batch_size)
+        logits = model(x[part], **{k: v[part] for k, v in forward.items()})
+        loss += F.cross_entropy(logits, y[part], reduction="sum").item()
+        correct += (logits.argmax(-1) == y[part]).sum().item()
+    return {"loss": loss / len(y), "accuracy": correct / len(y)}
+
+
+def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams, *, epochs: int, seed: int,
+        permutation: torch.Tensor | None = None, token_keep: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        on_epoch: EpochLog | None = None, state: RunState | None = None, progress: bool = True,
+        desc: str = "train") -> None:
+    """Train in place for `epochs` on normalised images x (already on the model's device).
+
+    `token_keep(batch) -> (B, k)` trains with sparsified tokens (the model must accept `keep`).
+    `on_epoch(epoch)` returns the metrics to log after each epoch. With a `state`, training starts
+    from its last saved epoch and saves after each epoch, with those metrics: a resumed run ends with
+    the same bytes as an uninterrupted one. Raises TrainingDiverged when the loss becomes non-finite.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    steps_per_epoch = math.ceil(len(y) / cfg.batch_size)
+    total = epochs * steps_per_epoch
+    warmup = min(cfg.warmup_epochs * steps_per_epoch, total - 1)
+
+    def rate(step: int) -> float:
+        """Linear warmup, then cosine decay to 0 over the remaining steps."""
+        if step < warmup:
+            return (step + 1) / warmup
+        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / (total - warmup)))
+
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+    done = state.restore(model, optimizer, schedule, generator) if state else 0
+    for epoch in tqdm(range(done + 1, epochs + 1), desc=desc, disable=not progress, mininterval=1.0,
+                      initial=done, total=epochs):
+        model.train()
+        order = torch.randperm(len(y), generator=generator).to(x.device)
+        for start in range(0, len(y), cfg.batch_size):
+            index = order[start:start + cfg.batch_size]
+            batch = permute_pixels(augment(x[index], cfg.shift, cfg.hflip, generator), permutation)
+            keep = {"keep": token_keep(batch)} if token_keep else {}
+            loss = F.cross_entropy(model(batch, **keep), y[index])
+            if not torch.isfinite(loss):
+                raise TrainingDiverged(f"training loss became {loss.item()} in epoch {epoch}: lower real.lr "
+                                       f"(now {cfg.lr})")
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+        metrics = on_epoch(epoch) if on_epoch else {}
+        if state:
+            state.save(epoch, metrics, model, optimizer, schedule, generator)
+
+
+@dataclass(frozen=True)
+class FitTask:
+    """One model's training, self-contained so that a worker process can run it: `build` a picklable
+    constructor (a functools.partial of a module-level builder), the training images on the CPU, and
+    the held-out splits evaluated after every epoch and logged as `<log_prefix><split>/<metric>`."""
+
+    build: Callable[[], nn.Module]
+    cfg: RealTrainParams
+    x: torch.Tensor
+    y: torch.Tensor
+    epochs: int
+    seed: int
+    held_out: dict[str, tuple[torch.Tensor, torch.Tensor]]
+    permutation: torch.Tensor | None = None
+    state: tuple[Path, str] | None = None  # resume folder and run name: a killed run continues
+    log_prefix: str = ""
+    desc: str = "train"
+
+
+@dataclass(frozen=True)
+class FitResult:
+    weights: dict[str, torch.Tensor]
+    log: list[dict[str, float]]  # per epoch, those a resumed run had logged included
+    final: dict[str, dict[str, float]]  # held-out split -> loss and accuracy after training
+
+
+def run_task(task: FitTask, device: str, progress: bool = True) -> FitResult:
+    """Train one model from its seed on one intra-op thread: its bits do not depend on the machine's cores."""
+    torch.set_num_threads(1)
+    model = seeded(task.seed, task.build).to(device)
+    held_out = {name: (permute_pixels(x.to(device), task.permutation), y.to(device))
+                for name, (x, y) in task.held_out.items()}
+    state = RunState(*task.state) if task.state else None
+    log = list(state.log) if state else []
+    if state and state.epoch:
+        print(f"{task.desc}: resuming after epoch {state.epoch} of {task.epochs}", file=sys.stderr)
+
+    def evaluate_and_log(epoch: int) -> dict[str, float]:
+        metrics = {f"{task.log_prefix}{name}/{metric}": value for name, (x, y) in held_out.items()
+                   for metric, value in evaluate(model, x, y).items()}
+        log.append(metrics)
+        return metrics
+
+    fit(model, task.x.to(device), task.y.to(device), task.cfg, epochs=task.epochs, seed=task.seed,
+        permutation=task.permutation, on_epoch=evaluate_and_log if held_out else None, state=state,
+        progress=progress, desc=task.desc)
+    final = {name: evaluate(model, x, y) for name, (x, y) in held_out.items()}
+    return FitResult({k: v.cpu() for k, v in model.state_dict().items()}, log, final)
+
+
+def run_tasks(tasks: Sequence[FitTask], device: torch.device, progress: bool = True) -> list[FitResult]:
+    """Every task, in order of `tasks`. On a CPU, one single-thread worker process per core runs them
+    side by side (measured here: faster than one process using both cores for models this small, see
+    benchmarks/image_trainer.py); on a GPU they run one after the other."""
+    workers = min(len(tasks), len(os.sched_getaffinity(0)))
+    if device.type == "cuda" or workers <= 1:
+        return [run_task(task, device.type, progress) for task in tasks]
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:  # spawn: torch and fork don't mix
+        return list(pool.map(run_task, tasks, [device.type] * len(tasks), [progress] * len(tasks)))
+
+
+def train_seeds(build: Callable[[], nn.Module], cfg: RealTrainParams, data: LoadedImages, *,
+                permutation: torch.Tensor | None, resume: Resume, live: Any, device: torch.device, desc: str
+                ) -> list[tuple[nn.Module, dict[str, float]]]:
+    """One model per seed (`cfg.seeds`), each from its own seed, trained by `fit` on the training images
+    (permuted when `permutation` is given, as are the held-out ones), the seeds side by side
+    (`run_tasks`). Every epoch's validation and test loss and accuracy go to DVCLive as
+    `seed_<s>/<split>/<metric>`, seed by seed, and into `resume`, from which a killed run continues.
+    Returns each model with its final validation and test metrics."""
+    held_out = {name: (data.x[name].cpu(), data.y[name].cpu()) for name in ("val", "test")}
+    tasks = [FitTask(build, cfg, data.x["train"].cpu(), data.y["train"].cpu(), cfg.epochs, seed, held_out,
+                     permutation, (resume.folder, seed_folder(seed)), f"{seed_folder(seed)}/", f"{desc} seed {seed}")
+             for seed in range(cfg.seeds)]
+    trained = []
+    for seed, result in enumerate(run_tasks(tasks, device)):
+        for epoch, metrics in enumerate(result.log, start=1):
+            log_step(live, epoch, dict(sorted(metrics.items())))
+        model = build()
+        model.load_state_dict(result.weights)
+        final = result.final
+        trained.append((model.eval(), {"seed": seed, "val_accuracy": final["val"]["accuracy"],
+                                       "test_accuracy": final["test"]["accuracy"], "test_loss": final["test"]["loss"]}))
+    return trained
+
+
+def accuracy_summary(accuracies: Sequence[float]) -> dict[str, float]:
+    """Mean, standard deviation, minimum and maximum of the test accuracy over seeds."""
+    return {"test_accuracy_mean": statistics.mean(accuracies),
+            "test_accuracy_std": statistics.stdev(accuracies) if len(accuracies) > 1 else 0.0,
+            "test_accuracy_min": min(accuracies), "test_accuracy_max": max(accuracies)}

@@ -1,0 +1,257 @@
+"""[JSL22] claims JSL-1 to JSL-6: statements, the numbers that measure them, thresholds and regimes."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from vitheory.core.artifacts import read_json, read_rows
+from vitheory.core.claims import Claim, Criterion, Measured, Paper, Samples, Variant
+from vitheory.core.errors import ArtifactError
+from vitheory.core.figures import figure_path
+from vitheory.core.paths import artifact, run_name, runs
+from vitheory.images.params import training_regime
+from vitheory.jsl22 import figures
+from vitheory.jsl22.training import TRANSFER_COLUMNS, samples_needed
+
+
+def _data_setting(params: Any) -> str:
+    data, spatial = params.generate.spatial, params.spatial
+    n_sets = data.n_patches // data.set_size
+    return (
+        f"D = {data.n_patches} patches ({data.partition} sets of C = {data.set_size}, L = {n_sets}), d = {data.dim}, "
+        f"q = {data.q}: q (D - C) = {data.q * (data.n_patches - data.set_size):.3g} random features against C "
+        f"informative ones; sigma^2 = {data.noise_scale}/d; {data.n_train} training examples."
+        f" Score form `{spatial.vit.score_form}`, d_p = {spatial.vit.pos_dim}, {spatial.seeds} seeds, "
+        f"{spatial.steps} full-batch gradient-descent steps on the logistic loss, lr {spatial.lr_mixing} on the "
+        f"attention and {spatial.lr_readout} on v.")
+
+
+def _jsl2_regime(params: Any) -> str:
+    spatial = params.spatial
+    return _data_setting(params) + (
+        f" The verdict is for score form `{spatial.vit.score_form}` (`ppt`: softmax(P P^T / sqrt(d_p)), the "
+        "simplified form; `qk`: the paper's (P W_Q)(P W_K)^T). Also trained, each at its own mixing rate: "
+        + ", ".join(f"`{form}` at {lr:g}" for form, lr in zip(spatial.ablation, spatial.ablation_lr_mixing))
+        + "; the `qk` form is a second setting of the claim (a free score matrix has no P to learn).")
+
+
+def _jsl3_regime(params: Any) -> str:
+    control_data, control = params.generate.spatial_control, params.control
+    return (f"D = {control_data.n_patches} i.i.d. N(0, I) patches in d = {control_data.dim}, teacher of "
+            f"{control_data.teacher_width} cubic filter(s), one per position in a set of "
+            f"{control_data.set_size}; vanilla ViT with m = {control.vit.width}, {control.seeds} seeds, "
+            f"{control.steps} gradient-descent steps, {control_data.n_train} training examples. A single-head "
+            "student applies one value map to every patch it mixes while the teacher's filter differs by "
+            "position in a set: it cannot represent the teacher, and the claim counts only once the student "
+            "fits its training labels (the condition).")
+
+
+def _jsl4_regime(params: Any) -> str:
+    transfer = params.transfer
+    return (f"Downstream feature w' orthogonal to w*, same sets; n in {list(transfer.n_train)}, one "
+            f"pre-trained model per seed; fine-tuning trains a fresh v for {transfer.finetune_steps} steps "
+            f"at lr {transfer.finetune_lr}; scratch uses the pre-training recipe. A run whose loss "
+            "diverges counts as error 1.")
+
+
+def _jsl5_regime(params: Any) -> str:
+    real = params.real
+    return training_regime(params.images, real) + (
+        f" One fixed permutation (seed {real.permutation_seed}) moving "
+        f"{real.permutation_block} x {real.permutation_block} squares of pixels.")
+
+
+def _median(units: Samples, group: str, name: str) -> float:
+    return statistics.median(unit[name] for unit in units[group])
+
+
+def _spatial_samples(form: str | None = None) -> Callable[[Path], Samples]:
+    def samples(root: Path) -> Samples:
+        """Units: each seed's test metrics of the ViT with score form `form` (the run's own when None),
+        after training and at initialisation, and of the linear model; the best linear error and
+        chance association as settings."""
+        metrics = read_json(root / artifact("spatial_metrics"))
+        runs = metrics["runs"]
+        # train_spatial stores the run's own score form as "vit", the ablation forms by name
+        key = "vit" if form in (None, metrics["score_form"]) else form
+        if key not in runs:
+            raise ArtifactError(f"{artifact('spatial_metrics')}: no runs of score form {form!r}; add it to "
+                                "spatial.ablation and run `dvc repro train_spatial`")
+        return {"vit": runs[key]["final"], "vit_initial": runs[key]["initial"], "glm": runs["glm"],
+                "settings": [{"best_linear_error": metrics["best_linear_error"], "chance": metrics["chance"]}]}
+    return samples
+
+
+def _jsl1_statistics(samples: Samples) -> Measured:
+    return {"vit_test_error": _median(samples, "vit", "error_rate"),
+            "vit_test_error_max": max(unit["error_rate"] for unit in samples["vit"]),
+            "glm_test_error": _median(samples, "glm", "error_rate"),
+            "best_linear_test_error": samples["settings"][0]["best_linear_error"]}
+
+
+def _jsl2_statistics(samples: Samples) -> Measured:
+    chance = samples["settings"][0]["chance"]
+    initial = _median(samples, "vit_initial", "pos_exact")
+    return {"final_exact": _median(samples, "vit", "pos_exact"),
+            "final_exact_min": min(unit["pos_exact"] for unit in samples["vit"]),
+            "final_overlap": _median(samples, "vit", "pos_overlap"), "initial_exact": initial,
+            "initial_overlap": _median(samples, "vit_initial", "pos_overlap"), "chance_exact": chance["exact"],
+            "chance_overlap": chance["overlap"], "initial_exact_minus_chance": initial - chance["exact"],
+            # the attention map's own association: with the qk form it is not P P^T's
+            "final_attention_exact": _median(samples, "vit", "attn_exact"),
+            "test_error": _median(samples, "vit", "error_rate")}
+
+
+def _jsl3_samples(root: Path) -> Samples:
+    metrics = read_json(root / artifact("control_metrics"))
+    return {"vit": metrics["runs"]["vit"], "glm": metrics["runs"]["glm"], "settings": [metrics["chance"]]}
+
+
+def _jsl3_statistics(samples: Samples) -> Measured:
+    vit, glm = _median(samples, "vit", "error_rate"), _median(samples, "glm", "error_rate")
+    exact = _median(samples, "vit", "pos_exact")
+    return {"vit_test_error": vit, "glm_test_error": glm, "vit_minus_glm_test_error": vit - glm,
+            "exact": exact, "overlap": _median(samples, "vit", "pos_overlap"),
+            "exact_minus_chance": exact - samples["settings"][0]["exact"],
+            "vit_train_error": _median(samples, "vit", "train_error_rate")}
+
+
+def _jsl4_samples(root: Path) -> Samples:
+    """Units: each seed's downstream runs (both methods, every n); the target error as a setting."""
+    runs = read_rows(root / artifact("transfer_runs"), TRANSFER_COLUMNS)
+    target = read_json(root / artifact("transfer_metrics"))["target_error"]
+    seeds = sorted({run[2] for run in runs})
+    return {"seeds": [[run for run in runs if run[2] == seed] for seed in seeds], "settings": [{"target": target}]}
+
+
+def _jsl4_statistics(samples: Samples) -> Measured:
+    # a resample may hold a seed several times: each copy counts as its own seed
+    runs = [(method, n, i, error, diverged) for i, unit in enumerate(samples["seeds"])
+            for method, n, _, error, diverged in unit]
+    target = samples["settings"][0]["target"]
+    finetune, scratch = (samples_needed(runs, method, target) for method in ("finetune", "scratch"))
+    reached = finetune > 0
+    # scratch never reaching the target in the grid (-1) counts as needing infinitely many samples
+    ratio = (finetune / scratch if scratch > 0 else 0.0) if reached else None
+    return {"finetune_n_needed": finetune, "scratch_n_needed": scratch, "finetune_reaches_target": float(reached),
+            "finetune_over_scratch": ratio, "diverged_runs": sum(run[-1] for run in runs)}
+
+
+def _real_samples(root: Path) -> Samples:
+    """Units: each seed's test accuracy, one group per train_real run."""
+    found = {}
+    for model in runs("real_models"):
+        for pixels in runs("real_pixels"):
+            summary = read_json(root / artifact("real_metrics") / f"{run_name(model, pixels)}.json")
+            found[run_name(model, pixels)] = [run["test_accuracy"] for _, run in sorted(summary["runs"].items())]
+    return found
+
+
+def _mean(samples: Samples, group: str) -> float:
+    return statistics.mean(samples[group])
+
+
+def _jsl5_statistics(samples: Samples) -> Measured:
+    accuracy = {run: _mean(samples, run) for run in ("vit_natural", "vit_permuted", "cnn_natural", "cnn_permuted")}
+    vit_loss = accuracy["vit_natural"] - accuracy["vit_permuted"]
+    cnn_loss = accuracy["cnn_natural"] - accuracy["cnn_permuted"]
+    return accuracy | {"vit_loss": vit_loss, "cnn_loss": cnn_loss, "cnn_loss_minus_vit_loss": cnn_loss - vit_loss}
+
+
+def _jsl6_statistics(samples: Samples) -> Measured:
+    vanilla, positional = samples["vit_natural"], samples["vit_positional_natural"]
+    return {"vanilla_mean": statistics.mean(vanilla), "vanilla_std": statistics.stdev(vanilla) if len(vanilla) > 1 else 0.0,
+            "positional_mean": statistics.mean(positional),
+            "positional_std": statistics.stdev(positional) if len(positional) > 1 else 0.0,
+            "positional_minus_vanilla": statistics.mean(positional) - statistics.mean(vanilla)}
+
+
+PAPER = Paper(
+    key="JSL22",
+    citation=("Jelassi, Sander, Li. Vision Transformers provably learn spatial structure. NeurIPS 2022, "
+              "arXiv 2210.09221."),
+    claims=(
+        Claim(
+            id="JSL-1",
+            statement=("The positional-attention ViT trained by gradient descent reaches small test error on the "
+                       "spatially structured data, while a generalized linear model cannot (error at least 1/8)."),
+            metric="median over seeds of the test 0-1 error of the ViT and of the linear model phi(sum_j <w_j, X_j>)",
+            criteria=(Criterion("vit_test_error", "<=", 0.05), Criterion("glm_test_error", ">=", 0.125)),
+            evidence=(figure_path(figures.SPATIAL_TRAINING), artifact("spatial_metrics")),
+            samples=_spatial_samples(),
+            statistics=_jsl1_statistics,
+            variants=(Variant("score form qk (the paper's)", _spatial_samples("qk")),),
+            regime=_data_setting,
+        ),
+        Claim(
+            id="JSL-2",
+            statement=("Gradient descent makes the positional encodings learn patch association: the Top_C most "
+                       "similar encodings of each patch are exactly its own set, from about chance at "
+                       "initialisation."),
+            metric=("median over seeds of the share of patches whose Top_C of <p_i, p_j> equals their set, after "
+                    "training and at initialisation (minus chance); also the mean Top_C overlap and the attention "
+                    "map's association"),
+            criteria=(Criterion("final_exact", ">=", 0.9), Criterion("initial_exact_minus_chance", "<=", 0.1)),
+            evidence=(figure_path(figures.ASSOCIATION), figure_path(figures.SPATIAL_TRAINING),
+                      artifact("spatial_metrics")),
+            samples=_spatial_samples(),
+            statistics=_jsl2_statistics,
+            variants=(Variant("score form qk (the paper's)", _spatial_samples("qk")),),
+            regime=_jsl2_regime,
+        ),
+        Claim(
+            id="JSL-3",
+            statement=("On i.i.d. Gaussian patches labelled by a cubic CNN over the sets (no spatial structure in "
+                       "the inputs), the ViT still reaches small test error, but its positional encodings do not "
+                       "show the convolution's sets."),
+            metric=("median over seeds of the vanilla ViT's and the linear model's test error, and of the share "
+                    "of patches whose Top_C of <p_i, p_j> equals their teacher set (minus chance)"),
+            criteria=(Criterion("vit_test_error", "<=", 0.10), Criterion("vit_minus_glm_test_error", "<", 0.0),
+                      Criterion("exact_minus_chance", "<=", 0.1)),
+            # a student that cannot fit the teacher's own training labels cannot show the claim either way
+            conditions=(Criterion("vit_train_error", "<=", 0.10),),
+            evidence=(artifact("control_metrics"),),
+            samples=_jsl3_samples,
+            statistics=_jsl3_statistics,
+            regime=_jsl3_regime,
+        ),
+        Claim(
+            id="JSL-4",
+            statement=("After pre-training, the model fine-tunes sample-efficiently to a new feature on the same "
+                       "sets: keeping the learned positional attention, few downstream samples suffice."),
+            metric=("downstream samples n from which on the median test error over seeds stays <= the target, "
+                    "fine-tuned (attention frozen, fresh readout) over from scratch"),
+            criteria=(Criterion("finetune_reaches_target", ">=", 1.0),
+                      Criterion("finetune_over_scratch", "<=", 0.25)),
+            evidence=(figure_path(figures.TRANSFER), artifact("transfer_runs"), artifact("transfer_metrics")),
+            samples=_jsl4_samples,
+            statistics=_jsl4_statistics,
+            regime=_jsl4_regime,
+        ),
+        Claim(
+            id="JSL-5",
+            statement=("Under one fixed permutation of the image, a ViT keeps its accuracy and learns the permuted "
+                       "structure, while a CNN loses accuracy."),
+            metric="mean test accuracy over seeds on natural and on permuted images, ViT and CNN",
+            criteria=(Criterion("vit_loss", "<=", 0.03), Criterion("cnn_loss_minus_vit_loss", ">", 0.0)),
+            evidence=(figure_path(figures.REAL_ACCURACY), figure_path(figures.POSITIONAL_MAPS)),
+            samples=_real_samples,
+            statistics=_jsl5_statistics,
+            regime=_jsl5_regime,
+        ),
+        Claim(
+            id="JSL-6",
+            statement=("A ViT whose attention depends only on positions is competitive with the vanilla ViT on "
+                       "real images."),
+            metric="mean test accuracy over seeds of the positional-attention and the vanilla ViT, natural images",
+            criteria=(Criterion("positional_minus_vanilla", ">=", -0.03),),
+            evidence=(figure_path(figures.REAL_ACCURACY),),
+            samples=_real_samples,
+            statistics=_jsl6_statistics,
+            regime=lambda params: training_regime(params.images, params.real),
+        ),
+    ),
+)

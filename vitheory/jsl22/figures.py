@@ -1,0 +1,147 @@
+"""[JSL22] figures: positional-encoding similarity maps (JSL-2, JSL-5), test error and association
+during training (JSL-1, JSL-2), transfer (JSL-4) and the real-image accuracies (JSL-5, JSL-6)."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+import torch
+from matplotlib.ticker import FormatStrFormatter, NullFormatter
+
+from vitheory.core import history
+from vitheory.core.artifacts import read_json, read_tensors
+from vitheory.core.checkpoint import checkpoint_metadata, load_checkpoint, seed_folder
+from vitheory.core.figures import read_frame, save_figure
+from vitheory.core.paths import artifact, run_name, runs
+from vitheory.images.training import patch_order
+from vitheory.jsl22.data import cosine_similarity
+from vitheory.jsl22.training import TRANSFER_COLUMNS
+
+ASSOCIATION, SPATIAL_TRAINING, TRANSFER, REAL_ACCURACY, POSITIONAL_MAPS = (
+    "spatial_association", "spatial_training", "transfer", "real_accuracy", "real_positional_maps")
+
+
+def _mosaic(gram: np.ndarray, threshold: float) -> np.ndarray:
+    """Row i of a (D, D) similarity drawn as a sqrt(D) x sqrt(D) tile at patch i's place on the grid,
+    tiles one blank pixel apart; values below `threshold` blanked to 0, as in [JSL22] Figure 1."""
+    side = math.isqrt(gram.shape[0])
+    shown = np.where(gram >= threshold, gram, 0.0)
+    mosaic = np.full((side * (side + 1) - 1,) * 2, np.nan)
+    for i in range(gram.shape[0]):
+        row, col = divmod(i, side)
+        mosaic[row * (side + 1):row * (side + 1) + side, col * (side + 1):col * (side + 1) + side] = \
+            shown[i].reshape(side, side)
+    return mosaic
+
+
+def similarity_maps_figure(panels: list[tuple[str, np.ndarray]], threshold: float, title: str) -> plt.Figure:
+    """Positional-encoding similarity maps side by side, as in [JSL22] Figure 1: the tile at each grid
+    position shows that patch's cosine similarity to every patch."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 5.4), layout="constrained", squeeze=False)
+    for ax, (panel_title, gram) in zip(axes[0], panels):
+        image = ax.imshow(_mosaic(gram, threshold), cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+        ax.set(title=panel_title, xticks=[], yticks=[])
+        ax.grid(False)
+    blanked = f", below {threshold:g} shown as 0" if threshold > -1 else ""
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label=f"cos(p_i, p_j){blanked}")
+    fig.suptitle(title)
+    return fig
+
+
+ASSOCIATION_LABELS = {"error_rate": "test 0-1 error", "pos_exact": "exact patch association (P Pᵀ)",
+                      "pos_overlap": "mean Top-C overlap (P Pᵀ)"}
+
+
+def spatial_training_figure(history: pd.DataFrame, chance: dict[str, float]) -> plt.Figure:
+    """[JSL22] JSL-1/JSL-2: test error and patch association against gradient-descent step, median
+    over seeds with the full range as a band."""
+    curves = history[history.metric.isin(ASSOCIATION_LABELS)].copy()
+    curves["quantity"] = curves.metric.map(ASSOCIATION_LABELS)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.0), layout="constrained")
+    errors = curves[curves.metric == "error_rate"]
+    sns.lineplot(data=errors, x="step", y="value", estimator="median", errorbar=("pi", 100), ax=axes[0])
+    axes[0].set(xlabel="gradient-descent step", ylabel="test 0-1 error", ylim=(0, None), title="Test error")
+    scores = curves[curves.metric != "error_rate"]
+    sns.lineplot(data=scores, x="step", y="value", hue="quantity", estimator="median", errorbar=("pi", 100),
+                 ax=axes[1])
+    axes[1].axhline(chance["overlap"], color="grey", ls=":", label=f"chance overlap ({chance['overlap']:.2f})")
+    axes[1].set(xlabel="gradient-descent step", ylabel="share of patches", ylim=(0, 1.02),
+                title="Patch association (Definition 2.2)")
+    axes[1].legend(fontsize="small", loc="lower right")
+    fig.suptitle("Positional-attention ViT; median over seeds, band: min to max", fontsize="small")
+    return fig
+
+
+def transfer_figure(runs: pd.DataFrame, target: float) -> plt.Figure:
+    """[JSL22] JSL-4: downstream test error against downstream samples, fine-tuned (positional
+    attention frozen) and from scratch; median over seeds, band min to max; diverged runs left out."""
+    fig, ax = plt.subplots(figsize=(6.8, 4.2))
+    sns.lineplot(data=runs.dropna(subset=["test_error"]), x="n_train", y="test_error", hue="method", marker="o",
+                 estimator="median", errorbar=("pi", 100), ax=ax)
+    ax.axhline(target, color="grey", ls="--", label=f"target error ({target:g})")
+    ax.set(xscale="log", xlabel="downstream training samples n", ylabel="downstream test 0-1 error",
+           title="Transfer to a new feature w' orthogonal to w*")
+    ax.xaxis.set_major_formatter(FormatStrFormatter("%d"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xticks(sorted(set(runs.n_train)))
+    ax.legend(fontsize="small")
+    return fig
+
+
+def real_accuracy_figure(runs: pd.DataFrame) -> plt.Figure:
+    """[JSL22] JSL-5, JSL-6: test accuracy per model on natural and permuted images, one dot per seed."""
+    fig, ax = plt.subplots(figsize=(7.0, 4.0))
+    sns.barplot(data=runs, x="model", y="test_accuracy", hue="pixels", errorbar=None, alpha=0.5, ax=ax)
+    # no jitter: it draws random numbers, and the same runs must give the same bytes
+    sns.stripplot(data=runs, x="model", y="test_accuracy", hue="pixels", dodge=True, jitter=False, legend=False,
+                  ax=ax, color="black", size=4)
+    low = max(0.0, runs.test_accuracy.min() - 0.1)
+    ax.set(ylim=(low, 1.0), xlabel="", ylabel="test accuracy", title="Natural vs permuted images (dots: seeds)")
+    ax.legend(title="pixels", fontsize="small", loc="lower right")
+    return fig
+
+
+def real_position_maps() -> list[tuple[str, np.ndarray]]:
+    """Cosine similarity of the patch encodings of the natural-image ViT and of the permuted-image
+    ViT (seed 0), the latter put back in the natural patch order when its permutation moved whole patches."""
+    folders = {pixels: artifact("real_models") / run_name("vit", pixels) / seed_folder(0) for pixels in ("natural", "permuted")}
+    models = {pixels: load_checkpoint(folder) for pixels, folder in folders.items()}
+    maps = [("natural images", cosine_similarity(models["natural"].P[-models["natural"].n_patches:]))]
+    model = models["permuted"]
+    encodings = model.P[-model.n_patches:]
+    permutation = torch.tensor(checkpoint_metadata(folders["permuted"])["permutation"])
+    source = patch_order(permutation, model.config["image_size"], model.patch)
+    if source is None:
+        return maps + [("permuted images (as seen: the permutation splits patches)", cosine_similarity(encodings))]
+    restored = torch.empty_like(encodings)
+    restored[source] = encodings  # token i of a permuted image shows natural patch source[i]
+    return maps + [("permuted images, put back in natural order", cosine_similarity(restored))]
+
+
+def real_runs() -> pd.DataFrame:
+    """The test accuracy of every train_real run, one row per model, pixels and seed."""
+    summaries = [read_json(artifact("real_metrics") / f"{run_name(model, pixels)}.json")
+                 for model in runs("real_models") for pixels in runs("real_pixels")]
+    return pd.DataFrame([{"model": summary["model"], "pixels": summary["pixels"], **run}
+                         for summary in summaries for run in summary["runs"].values()])
+
+
+def render(dpi: int, association_threshold: float, target_error: float) -> None:
+    """Every [JSL22] figure, from its stages' artifacts."""
+    gram = read_tensors(artifact("spatial_gram"), ("initial", "final"))
+    save_figure(similarity_maps_figure(
+        [("at initialisation (seed 0)", gram["initial"][0].numpy()),
+         ("after training (seed 0)", gram["final"][0].numpy())],
+        association_threshold, "[JSL22] positional-encoding similarity: tile (r, c) is patch (r, c)'s similarity "
+                               "to every patch"), ASSOCIATION, dpi)
+    spatial_history = read_frame(artifact("spatial_history"), history.COLUMNS)
+    chance = read_json(artifact("spatial_metrics"))["chance"]
+    save_figure(spatial_training_figure(spatial_history, chance), SPATIAL_TRAINING, dpi)
+    save_figure(real_accuracy_figure(real_runs()), REAL_ACCURACY, dpi)
+    save_figure(similarity_maps_figure(real_position_maps(), -1.0, "ViT positional encodings on real images (seed 0)"),
+                POSITIONAL_MAPS, dpi)
+    save_figure(transfer_figure(read_frame(artifact("transfer_runs"), TRANSFER_COLUMNS), target_error), TRANSFER, dpi)

@@ -1,0 +1,279 @@
+"""[LI23] claims LI-1 to LI-5: statements, the numbers that measure them, thresholds and regimes."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from vitheory.core.artifacts import read_json, read_table
+from vitheory.core.claims import Claim, Criterion, Measured, Paper, Samples, Variant
+from vitheory.core.figures import figure_path
+from vitheory.core.paths import artifact
+from vitheory.images.params import training_regime
+from vitheory.li23 import figures, sparsify, token_keeping
+from vitheory.li23.phase import by_seed, read_runs, scaling
+
+
+def _phase_setting(params: Any) -> str:
+    phase = params.phase
+    grids = "; ".join(f"{name}: alpha* {list(grid.alpha_star)}, N {min(grid.n_train)} to {max(grid.n_train)}, "
+                      f"{grid.seeds} seeds" for name, grid in (("default", phase.grids.default),
+                                                                ("wide", phase.grids.wide)))
+    return (f"Sample size limits: noise radius {phase.data.noise_radius} against unit patterns, "
+            f"{phase.data.n_tokens} tokens, alpha# = {phase.data.confusion_ratio} x alpha*; grids {grids}; at most "
+            f"{phase.steps} SGD steps (a run stops at zero training loss), checked every {phase.eval_every}; "
+            f"fixed learning rates {phase.vit.lr_mixing} on the ViT's W_Q, W_K and {phase.cnn.lr_mixing} on the "
+            f"CNN's filters.")
+
+
+def _phase_samples(grid: str) -> Callable[[Path], Samples]:
+    def samples(root: Path) -> Samples:
+        """Units: each seed's runs of the grid, per model; the success-rate threshold as a setting."""
+        threshold = read_json(root / artifact("phase_metrics"))["success_rate_threshold"]
+        return {model: by_seed(read_runs(grid, model, root)) for model in ("vit", "cnn")} | {
+            "settings": [{"success_rate": threshold}]}
+    return samples
+
+
+def _falls(n_mins: dict[float, int | None]) -> bool:
+    """N_min never grows with alpha* and is smaller at the largest alpha* than at the smallest; a
+    censored N_min (never reached in the grid) counts as infinite."""
+    ordered = [math.inf if n is None else n for _, n in sorted(n_mins.items())]
+    return all(a >= b for a, b in zip(ordered, ordered[1:])) and ordered[0] > ordered[-1]
+
+
+def _li1_statistics(samples: Samples) -> Measured:
+    threshold = samples["settings"][0]["success_rate"]
+    vit_n_mins, _, vit_exponent, _ = scaling(samples["vit"], threshold)
+    cnn_n_mins, _, cnn_exponent, _ = scaling(samples["cnn"], threshold)
+    smallest = min(vit_n_mins)
+    vit_at, cnn_at = vit_n_mins[smallest], cnn_n_mins[smallest]
+    floor = min(row["n_train"] for unit in samples["vit"] for row in unit)
+    return {
+        # the transition lies inside the grid at every alpha*: N_min reached, and above the smallest N
+        "vit_grid_brackets_transition": float(all(n is not None and n > floor for n in vit_n_mins.values())),
+        "vit_n_min_falls_as_alpha_grows": float(_falls(vit_n_mins)),
+        "vit_exponent": vit_exponent,
+        "cnn_exponent": cnn_exponent,
+        "vit_n_min_at_smallest_alpha": -1 if vit_at is None else vit_at,
+        "cnn_n_min_at_smallest_alpha": -1 if cnn_at is None else cnn_at,
+        "cnn_needs_more_samples_at_smallest_alpha": float(
+            (math.inf if cnn_at is None else cnn_at) > (math.inf if vit_at is None else vit_at)),
+    }
+
+
+def _li2_statistics(samples: Samples) -> Measured:
+    threshold = samples["settings"][0]["success_rate"]
+    largest = max(row["n_train"] for unit in samples["vit"] for row in unit)
+    reached: dict[float, list[bool]] = {}
+    for unit in samples["vit"]:
+        for row in unit:
+            if row["n_train"] == largest:
+                reached.setdefault(row["alpha_star"], []).append(row["steps_to_zero_test_error"] >= 0)
+    return {"vit_steps_exponent": scaling(samples["vit"], threshold)[3],
+            "cnn_steps_exponent": scaling(samples["cnn"], threshold)[3],
+            # the mean steps count only the seeds that reached zero test error: most must have
+            "vit_least_share_reaching_zero_test_error": min(statistics.mean(r) for r in reached.values())}
+
+
+def _li3_samples(root: Path) -> Samples:
+    """Units: each seed's initial and final test metrics; the reference masses as a setting."""
+    metrics = read_json(root / artifact("li_vit_metrics"))
+    return {"seeds": [{"initial": run["initial"]["test"], "final": run["final"]["test"]} for run in metrics["runs"]],
+            "settings": [metrics["reference"]]}
+
+
+def _li3_statistics(samples: Samples) -> Measured:
+    def mean(moment: str, name: str) -> float:
+        return statistics.mean(seed[moment][name] for seed in samples["seeds"])
+
+    reference = samples["settings"][0]
+    initial, final = mean("initial", "attn_relevant_query"), mean("final", "attn_relevant_query")
+    return {
+        "initial": initial,
+        "final": final,
+        "final_over_initial": final / initial,
+        "uniform": reference["uniform"],
+        "initial_over_uniform": initial / reference["uniform"],
+        "all_query_initial": mean("initial", "attn_all_query"),
+        "all_query_final": mean("final", "attn_all_query"),
+        "all_query_cap": reference["all_query_cap"],
+        "test_error_final": mean("final", "error_rate"),
+    }
+
+
+def _li4_samples(root: Path) -> Samples:
+    """Units: each seed's mean test loss per strategy over the keep ratios."""
+    losses: dict[int, dict[str, list[float]]] = {}
+    for row in read_table(root / artifact("sparsify_runs"), sparsify.COLUMNS):
+        losses.setdefault(row["seed"], {}).setdefault(row["strategy"], []).append(row["test_loss"])
+    return {"seeds": [{strategy: statistics.mean(values) for strategy, values in by_strategy.items()}
+                      for _, by_strategy in sorted(losses.items())]}
+
+
+def _li4_statistics(samples: Samples) -> Measured:
+    loss = {strategy: statistics.mean(seed[strategy] for seed in samples["seeds"]) for strategy in samples["seeds"][0]}
+    measured = {f"loss_{strategy}": value for strategy, value in loss.items()}
+    for strategy in ("irrelevant", "noisiest", "confusion", "relevant", "attention", "random"):
+        measured[f"{strategy}_minus_none"] = loss[strategy] - loss["none"]
+    # as many tokens of every kind removed at random: what remains of the noise's effect beyond token count
+    measured["noisiest_minus_random"] = loss["noisiest"] - loss["random"]
+    return measured
+
+
+def _li5_samples(root: Path) -> Samples:
+    """Units: each seed's test accuracies, by (experiment, strategy, kept tokens, fine-tuned); the
+    token counts as settings."""
+    metrics = read_json(root / artifact("sparsify_real_metrics"))
+    by_seed: dict[int, dict[tuple, float]] = {}
+    for row in read_table(root / artifact("sparsify_real_runs"), token_keeping.COLUMNS):
+        key = (row["experiment"], row["strategy"], row["kept_tokens"], row["finetuned"])
+        by_seed.setdefault(row["seed"], {})[key] = row["test_accuracy"]
+    return {"seeds": [accuracies for _, accuracies in sorted(by_seed.items())],
+            "settings": [{"patches": metrics["patches"], "half": metrics["half"]}]}
+
+
+def _li5_statistics(samples: Samples) -> Measured:
+    patches, half = samples["settings"][0]["patches"], samples["settings"][0]["half"]
+
+    def mean(*key: Any) -> float:
+        return statistics.mean(seed[key] for seed in samples["seeds"])
+
+    full = mean("natural", "all", patches, 0)
+    measured = {"full_accuracy": full, "kept_tokens": half, "patch_tokens": patches}
+    for stage, finetuned in (("finetuned", 1), ("inference", 0)):
+        kept = {strategy: mean("natural", strategy, half, finetuned) for strategy in ("attention", "random", "lowest")}
+        measured |= {f"{stage}_{strategy}": value for strategy, value in kept.items()} | {
+            f"{stage}_attention_minus_full": kept["attention"] - full,
+            f"{stage}_attention_minus_random": kept["attention"] - kept["random"],
+            f"{stage}_attention_minus_lowest": kept["attention"] - kept["lowest"]}
+    decorrelated = {strategy: mean("spurious_decorrelated", strategy, patches - (strategy != "all"), 0)
+                    for strategy in ("all", "oracle", "attention")}
+    return measured | {"spurious_clean": mean("spurious_clean", "all", patches, 0),
+                       **{f"spurious_decorrelated_{s}": v for s, v in decorrelated.items()},
+                       "spurious_oracle_removal_gain": decorrelated["oracle"] - decorrelated["all"],
+                       "spurious_attention_removal_gain": decorrelated["attention"] - decorrelated["all"]}
+
+
+def _li3_regime(params: Any) -> str:
+    tokens, li_vit = params.generate.li_tokens, params.train.li_vit
+    return (f"Easy, low-noise regime where attention has time to concentrate: noise radius "
+            f"{tokens.noise_radius}, {tokens.n_relevant} relevant and {tokens.n_confusion} confusion tokens "
+            f"of {tokens.n_tokens}; lr {li_vit.lr_attention} on W_Q, W_K and {li_vit.lr_mlp} on W_V, W_O.")
+
+
+def _li4_regime(params: Any) -> str:
+    sparse = params.sparsify
+    data = sparse.data
+    return (f"A regime where the full-data ViT generalises imperfectly: {data.n_train} training examples of "
+            f"{data.n_tokens} tokens ({data.n_relevant} relevant, {data.n_confusion} confusion), noise of norm "
+            f"up to {data.noise_radius} ({data.noise_dist}) but {data.noisy_share:.0%} of the tokens, drawn at "
+            f"random, with noise of norm {data.noisy_radius} against unit patterns; keep ratios "
+            f"{list(sparse.keep_ratio)} of the tokens a strategy targets (its kind for an oracle, every kind "
+            "alike for noisiest and random, all tokens for attention), each a whole number of tokens.")
+
+
+def _li5_regime(params: Any) -> str:
+    sparse = params.sparsify_real
+    return training_regime(params.images, params.real) + (
+        f" Kept tokens {list(sparse.keep_tokens)} and half; fine-tune {sparse.finetune_epochs} "
+        f"epochs at lr {sparse.finetune_lr}; spurious marker: a class-specific patch set to "
+        f"the brightest value on a share {sparse.spurious.correlation} of training images "
+        f"({sparse.spurious.epochs} epochs), tested on images whose marker is a random class's.")
+
+
+PAPER = Paper(
+    key="LI23",
+    citation=("Li, Wang, Liu, Chen. A Theoretical Understanding of Shallow Vision Transformers: "
+              "Learning, Generalization, and Sample Complexity. ICLR 2023, arXiv 2302.06015."),
+    claims=(
+        Claim(
+            id="LI-1",
+            statement=("The number of training samples the ViT needs for zero test error grows like 1/alpha*^2 "
+                       "as the fraction alpha* of label-relevant tokens shrinks; the CNN needs more samples."),
+            metric=("N_min(alpha*): the smallest N from which on at least the threshold share of seeds reach "
+                    "zero test error; its log-log slope against 1/alpha* (within [1.5, 2.5]); intervals by "
+                    "resampling seeds"),
+            criteria=(Criterion("vit_n_min_falls_as_alpha_grows", ">=", 1.0),
+                      Criterion("vit_exponent", ">=", 1.5), Criterion("vit_exponent", "<=", 2.5),
+                      Criterion("cnn_needs_more_samples_at_smallest_alpha", ">=", 1.0)),
+            conditions=(Criterion("vit_grid_brackets_transition", ">=", 1.0),),
+            variants=(Variant("wide grid", _phase_samples("wide")),),
+            evidence=(*(figure_path(figures.phase_figure(name, grid)) for grid in ("default", "wide")
+                        for name in (figures.PHASE_DIAGRAM, figures.SCALING)), artifact("phase_metrics")),
+            samples=_phase_samples("default"),
+            statistics=_li1_statistics,
+            regime=_phase_setting,
+        ),
+        Claim(
+            id="LI-2",
+            statement=("The number of SGD iterations to zero generalization (test) error, at a fixed step size, "
+                       "grows as alpha* shrinks, about as 1/alpha*."),
+            metric=("mean over seeds of the SGD steps until zero test error at the largest N (checked every "
+                    "eval_every steps); its log-log slope against 1/alpha* (within [0.5, 1.5]); intervals by "
+                    "resampling seeds"),
+            criteria=(Criterion("vit_steps_exponent", ">=", 0.5), Criterion("vit_steps_exponent", "<=", 1.5)),
+            conditions=(Criterion("vit_least_share_reaching_zero_test_error", ">=", 0.5),),
+            variants=(Variant("wide grid", _phase_samples("wide")),),
+            evidence=(*(figure_path(figures.phase_figure(figures.SCALING, grid)) for grid in ("default", "wide")),
+                      artifact("phase_metrics")),
+            samples=_phase_samples("default"),
+            statistics=_li2_statistics,
+            regime=_phase_setting,
+        ),
+        Claim(
+            id="LI-3",
+            statement=("SGD concentrates attention on label-relevant tokens: the attention mass that "
+                       "label-relevant queries put on label-relevant tokens rises from about its uniform "
+                       "value towards 1 during training."),
+            metric=("mean over label-relevant query tokens of the test set of their attention mass on "
+                    "label-relevant tokens, at initialisation and after training, mean over seeds"),
+            criteria=(Criterion("final", ">=", 0.9), Criterion("final_over_initial", ">=", 3.0),
+                      Criterion("initial_over_uniform", "<=", 1.5)),
+            evidence=(figure_path(figures.ATTENTION), figure_path(figures.TRAINING), artifact("li_vit_metrics")),
+            samples=_li3_samples,
+            statistics=_li3_statistics,
+            regime=_li3_regime,
+        ),
+        Claim(
+            id="LI-4",
+            statement=("Removing label-irrelevant tokens (raises alpha*), the noisiest tokens (lowers tau) or "
+                       "confusion tokens (lowers alpha#) each lowers the test loss; removing label-relevant tokens "
+                       "raises it."),
+            metric=("mean test hinge loss over keep ratios and seeds of a ViT trained and tested on the sparsified "
+                    "data, minus that of the same ViT on the full data; the noisiest are removed from every kind "
+                    "alike, and compared with as many removed at random"),
+            criteria=(Criterion("irrelevant_minus_none", "<", 0.0), Criterion("noisiest_minus_none", "<", 0.0),
+                      Criterion("noisiest_minus_random", "<", 0.0), Criterion("confusion_minus_none", "<", 0.0),
+                      Criterion("relevant_minus_none", ">", 0.0)),
+            evidence=(figure_path(figures.SPARSIFY), artifact("sparsify_runs"), artifact("sparsify_metrics")),
+            samples=_li4_samples,
+            statistics=_li4_statistics,
+            regime=_li4_regime,
+        ),
+        Claim(
+            id="LI-5",
+            statement=("Token sparsification guided by attention keeps or improves the test accuracy of a deeper "
+                       "ViT on real images, and removing a spurious token does too (the paper: \"a proper token "
+                       "sparsification can improve the test performance by removing label-irrelevant and/or noisy "
+                       "tokens, including spurious correlations\")."),
+            metric=("test accuracy of the trained ViT keeping half its patch tokens, the most attended (mean "
+                    "attention from the class token over heads and layers), after a short fine-tune on them, "
+                    "against all tokens and against random and least attended halves; and of a ViT trained "
+                    "with a class-correlated marker patch, on test images whose marker is a random class's, "
+                    "with the marker's token removed (an oracle) against all tokens; mean over seeds"),
+            criteria=(Criterion("finetuned_attention_minus_full", ">=", 0.0),
+                      Criterion("finetuned_attention_minus_random", ">", 0.0),
+                      Criterion("finetuned_attention_minus_lowest", ">", 0.0),
+                      Criterion("spurious_oracle_removal_gain", ">=", 0.0)),
+            evidence=(figure_path(figures.SPARSIFY_REAL), artifact("sparsify_real_runs"),
+                      artifact("sparsify_real_metrics")),
+            samples=_li5_samples,
+            statistics=_li5_statistics,
+            regime=_li5_regime,
+        ),
+    ),
+)

@@ -1,0 +1,165 @@
+"""[LI23] figures: attention mass and training curves (LI-3), the phase diagram and its scaling
+(LI-1, LI-2), token sparsification on the token data (LI-4) and on real images (LI-5)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+
+from vitheory.core import history
+from vitheory.core.artifacts import read_json
+from vitheory.core.figures import read_frame, save_figure
+from vitheory.core.paths import artifact, runs
+from vitheory.li23 import phase, sparsify, token_keeping
+from vitheory.li23.phase import by_alpha
+
+ATTENTION, TRAINING, PHASE_DIAGRAM, SCALING, SPARSIFY, SPARSIFY_REAL = (
+    "li_vit_attention", "li_vit_training", "phase_diagram", "phase_scaling", "sparsify", "sparsify_real")
+
+
+QUERY_LABELS = {
+    "attn_relevant_query": "label-relevant queries",
+    "attn_confusion_query": "confusion queries",
+    "attn_irrelevant_query": "label-irrelevant queries",
+    "attn_all_query": "all queries",
+}
+
+
+def attention_mass_figure(history: pd.DataFrame, uniform: float, all_query_cap: float) -> plt.Figure:
+    """[LI23] LI-3: attention mass on label-relevant tokens against SGD step, by kind of query."""
+    masses = history[(history.split == "test") & history.metric.isin(QUERY_LABELS)].copy()
+    masses["query"] = masses.metric.map(QUERY_LABELS)
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    sns.lineplot(data=masses, x="step", y="value", hue="query", hue_order=list(QUERY_LABELS.values()),
+                 errorbar=("pi", 100), ax=ax)
+    ax.axhline(uniform, color="grey", ls=":", lw=1.2, label=f"uniform attention ({uniform:.3g})")
+    ax.axhline(all_query_cap, color="grey", ls="--", lw=1.2,
+               label=f"all-query cap α*/(α*+α#) ({all_query_cap:.3g})")
+    ax.set(xlabel="SGD step", ylabel="attention mass on label-relevant tokens", ylim=(0, 1.02),
+           title="Attention concentrates on label-relevant tokens (test set)")
+    ax.legend(title="mean over", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    return fig
+
+
+def training_curves_figure(history: pd.DataFrame) -> plt.Figure:
+    """Hinge loss and 0-1 error against SGD step, train and test."""
+    curves = history[history.metric.isin(["loss", "error_rate"])]
+    grid = sns.relplot(data=curves, x="step", y="value", hue="split", col="metric",
+                       col_order=["loss", "error_rate"], kind="line", height=3.2, aspect=1.2,
+                       facet_kws={"sharey": False})
+    grid.set_axis_labels("SGD step", "")
+    grid.set_titles("{col_name}")
+    grid.axes[0][0].set_ylabel("hinge loss / 0-1 error")
+    return grid.figure
+
+
+def phase_diagram_figure(runs: pd.DataFrame) -> plt.Figure:
+    """[LI23] Fig. 1: success rate (share of seeds with zero test error) over N and alpha*, one row
+    per model, with alpha* and 1/alpha*^2 as columns."""
+    rates = runs.groupby(["model", "alpha_star", "n_train"], sort=False, as_index=False)["success"].mean()
+    models = list(dict.fromkeys(runs.model))
+    fig, axes = plt.subplots(len(models), 2, figsize=(10, 3.8 * len(models)), squeeze=False, layout="constrained")
+    for row, model in zip(axes, models):
+        grid = rates[rates.model == model].pivot(index="n_train", columns="alpha_star", values="success")
+        grid = grid.sort_index(ascending=False)
+        for ax, labels, xlabel in [(row[0], [f"{a:g}" for a in grid.columns], "alpha*"),
+                                   (row[1], [f"{1 / a ** 2:.1f}" for a in grid.columns], "1 / alpha*²")]:
+            sns.heatmap(grid, ax=ax, vmin=0, vmax=1, cmap="viridis", annot=True, fmt=".1f",
+                        annot_kws={"fontsize": "x-small"}, xticklabels=labels, cbar=ax is row[1],
+                        cbar_kws={"label": "success rate"})
+            ax.set(xlabel=xlabel, ylabel="training samples N", title=f"{model}: share of seeds with zero test error")
+    return fig
+
+
+def scaling_figure(summary: dict, grid: str) -> plt.Figure:
+    """N_min and steps to zero test error against 1/alpha*, log-log, one line per model, with each
+    fitted exponent and its bootstrap interval in the legend (`summary`: one grid's fits by model)."""
+    rows = []
+    for model, fit in summary.items():
+        for quantity, key in (("N_min", "n_min"), ("steps", "steps")):
+            rows += [{"model": model, "1/alpha*": 1 / alpha, "quantity": quantity, "value": value}
+                     for alpha, value in by_alpha(fit[key])]
+    table = pd.DataFrame(rows).query("value > 0")  # -1: never reached within the grid
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    panels = [("N_min", "n_min", "N_min: samples for zero test error"),
+              ("steps", "steps", "SGD steps to zero test error")]
+    for ax, (quantity, key, label) in zip(axes, panels):
+        for model, fit in summary.items():
+            exponent, low, high = (fit[f"{key}_exponent{end}"] for end in ("", "_ci_low", "_ci_high"))
+            points = table[(table.model == model) & (table.quantity == quantity)]
+            text = "no fit" if exponent is None else f"exponent {exponent:.2f} [{low:.2f}, {high:.2f}]"
+            ax.plot(points["1/alpha*"], points.value, marker="o", label=f"{model}: {text}")
+        ax.set(xscale="log", yscale="log", xlabel="1 / alpha*", ylabel=label)
+        ax.set_xticks(sorted(set(table["1/alpha*"])))
+        ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(FormatStrFormatter("%.3g"))
+            axis.set_minor_formatter(NullFormatter())
+        ax.legend(fontsize="small", loc="lower right")
+    fig.suptitle(f"{grid} grid: log-log, fitted exponent [bootstrap 95% interval]; a missing point never reached "
+                 "the success threshold within the N grid (left) or zero test error (right)", fontsize="small")
+    return fig
+
+
+def sparsify_figure(runs: pd.DataFrame) -> plt.Figure:
+    """[LI23] Fig. 2b: test hinge loss against keep ratio, one line per strategy, seeds as bands;
+    the full data (no removal) as a horizontal band."""
+    full = runs[runs.strategy == "none"].test_loss
+    sparse = runs[runs.strategy != "none"]
+    fig, ax = plt.subplots(figsize=(6.8, 4.2))
+    ax.axhspan(full.min(), full.max(), color="grey", alpha=0.15)
+    ax.axhline(full.mean(), color="grey", ls="--", label="no removal (mean; band: seeds)")
+    sns.lineplot(data=sparse, x="keep_ratio", y="test_loss", hue="strategy", marker="o",
+                 errorbar=("pi", 100), ax=ax)
+    ax.set(xlabel="keep ratio (share kept of the tokens a strategy targets)", ylabel="test hinge loss",
+           title="Token sparsification")
+    ax.invert_xaxis()
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    return fig
+
+
+def sparsify_real_figure(runs: pd.DataFrame) -> plt.Figure:
+    """[LI23] LI-5: test accuracy against kept tokens per strategy, at inference and after fine-tuning
+    (mean over seeds, band min to max), and the spurious-patch test."""
+    natural = runs[runs.experiment == "natural"]
+    full = natural[natural.strategy == "all"].test_accuracy
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), layout="constrained")
+    for ax, finetuned, title in ((axes[0], 0, "at inference"), (axes[1], 1, "after a short fine-tune")):
+        part = natural[(natural.strategy != "all") & (natural.finetuned == finetuned)]
+        ax.axhspan(full.min(), full.max(), color="grey", alpha=0.15)
+        ax.axhline(full.mean(), color="grey", ls="--", label="all tokens")
+        sns.lineplot(data=part, x="kept_tokens", y="test_accuracy", hue="strategy", marker="o",
+                     errorbar=("pi", 100), ax=ax)
+        ax.set(xlabel="patch tokens kept", ylabel="test accuracy", ylim=(0, 1.02), title=title)
+        ax.legend(fontsize="small", loc="lower right")
+    spurious = runs[runs.experiment != "natural"].copy()
+    spurious["tokens"] = spurious.strategy.map({"all": "all tokens", "oracle": "marker's token removed",
+                                                "attention": "most attended token removed"})
+    sns.barplot(data=spurious, x="experiment", y="test_accuracy", hue="tokens", errorbar=("pi", 100), ax=axes[2])
+    axes[2].set(xlabel="", ylabel="test accuracy", ylim=(0, 1.02),
+                title="ViT trained with a class-correlated marker patch")
+    axes[2].set_xticks(axes[2].get_xticks(), ["no marker", "a random class's marker"])
+    return fig
+
+
+def phase_figure(name: str, grid: str) -> str:
+    """A phase figure's name on one grid: `phase_diagram_default`."""
+    return f"{name}_{grid}"
+
+
+def render(dpi: int) -> None:
+    """Every [LI23] figure, from its stages' artifacts."""
+    li_history = read_frame(artifact("li_vit_history"), history.COLUMNS)
+    reference = read_json(artifact("li_vit_metrics"))["reference"]
+    save_figure(attention_mass_figure(li_history, **reference), ATTENTION, dpi)
+    save_figure(training_curves_figure(li_history), TRAINING, dpi)
+    fits = read_json(artifact("phase_metrics"))["grids"]
+    for grid in runs("phase_grids"):
+        table = pd.concat([read_frame(phase.runs_path(grid, model), phase.COLUMNS) for model in runs("phase_models")])
+        save_figure(phase_diagram_figure(table), phase_figure(PHASE_DIAGRAM, grid), dpi)
+        save_figure(scaling_figure(fits[grid], grid), phase_figure(SCALING, grid), dpi)
+    save_figure(sparsify_figure(read_frame(artifact("sparsify_runs"), sparsify.COLUMNS)), SPARSIFY, dpi)
+    save_figure(sparsify_real_figure(read_frame(artifact("sparsify_real_runs"), token_keeping.COLUMNS)),
+                SPARSIFY_REAL, dpi)

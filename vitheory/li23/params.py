@@ -1,0 +1,230 @@
+"""[LI23] params sections: the token data, the shallow ViT and the CNN, LI-3's training, the phase grid
+(LI-1, LI-2), token sparsification (LI-4) and its real-image counterpart (LI-5)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from vitheory.core.config import (
+    FRACTION,
+    NON_NEGATIVE,
+    OPEN_FRACTION,
+    POSITIVE,
+    Rule,
+    Section,
+    Violation,
+    at_least,
+    knob,
+)
+
+
+def _patterns_fit(n_patterns: int, dim: int) -> Iterator[Violation]:
+    if n_patterns > dim:
+        yield "n_patterns", n_patterns, f"<= dim ({dim}) for orthonormal patterns"
+
+
+@dataclass(frozen=True)
+class LiTokensParams(Section):
+    """[LI23] token data (SCIENCE.md section 1)."""
+
+    seed: int = knob(NON_NEGATIVE)
+    n_train: int = knob(at_least(2))
+    n_test: int = knob(at_least(2))
+    dim: int = knob(at_least(2))
+    n_patterns: int = knob(at_least(3))
+    n_tokens: int = knob(at_least(1))
+    alpha_star: float = knob(Rule(lambda v: 0 < v <= 1, "a fraction in (0, 1]"))
+    alpha_confusion: float = knob(FRACTION)
+    noise_radius: float = knob(NON_NEGATIVE)
+    noise_dist: Literal["uniform_ball", "uniform_radius", "sphere"] = knob()
+    noisy_share: float = knob(FRACTION)  # tokens drawn at random whose noise has norm noisy_radius instead
+    noisy_radius: float = knob(NON_NEGATIVE)
+
+    @property
+    def n_relevant(self) -> int:
+        return round(self.alpha_star * self.n_tokens)
+
+    @property
+    def n_confusion(self) -> int:
+        return round(self.alpha_confusion * self.n_tokens)
+
+    def relations(self) -> Iterator[Violation]:
+        yield from _patterns_fit(self.n_patterns, self.dim)
+        if self.alpha_confusion >= self.alpha_star:
+            yield "alpha_confusion", self.alpha_confusion, f"< alpha_star ({self.alpha_star})"
+        if self.n_relevant < 1:
+            yield "alpha_star", self.alpha_star, (
+                f"at least one relevant token: round(alpha_star * n_tokens) >= 1 "
+                f"with n_tokens = {self.n_tokens}")
+        if self.n_relevant + self.n_confusion > self.n_tokens:
+            yield "alpha_confusion", self.alpha_confusion, (
+                f"relevant + confusion tokens ({self.n_relevant} + {self.n_confusion}) "
+                f"<= n_tokens ({self.n_tokens})")
+
+
+@dataclass(frozen=True)
+class ShallowViTParams(Section):
+    """Shape and initialisation of the [LI23] shallow ViT (vitheory.li23.models.ShallowViT)."""
+
+    width: int = knob(at_least(2))
+    qk_init: float = knob(POSITIVE)
+    out_init_std: float = knob(POSITIVE)
+
+
+@dataclass(frozen=True)
+class LiVitTrainParams(Section):
+    seed: int = knob(NON_NEGATIVE)  # of the first model; the others count up from it
+    seeds: int = knob(at_least(1))
+    model: ShallowViTParams = knob()
+    steps: int = knob(at_least(1))
+    batch_size: int = knob(at_least(1))
+    lr_attention: float = knob(POSITIVE)
+    lr_mlp: float = knob(POSITIVE)
+    token_fraction: float = knob(OPEN_FRACTION)
+    log_every: int = knob(at_least(1))
+
+
+# --- phase_diagram (LI-1, LI-2) --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PhaseDataParams(Section):
+    """The token data of the phase diagram, alpha* and the training-set size left to the grid."""
+
+    seed: int = knob(NON_NEGATIVE)
+    dim: int = knob(at_least(2))
+    n_patterns: int = knob(at_least(3))
+    n_tokens: int = knob(at_least(1))
+    confusion_ratio: float = knob(Rule(lambda v: 0 <= v < 1, "in [0, 1)"))
+    noise_radius: float = knob(NON_NEGATIVE)
+    noise_dist: Literal["uniform_ball", "uniform_radius", "sphere"] = knob()
+    pool_size: int = knob(at_least(2))
+    n_test: int = knob(at_least(2))
+
+    def relations(self) -> Iterator[Violation]:
+        yield from _patterns_fit(self.n_patterns, self.dim)
+
+
+def cell_tokens(data: PhaseDataParams, alpha_star: float, seed: int) -> LiTokensParams:
+    """The token data of one phase-grid cell: a pool of `pool_size` training examples, alpha# =
+    confusion_ratio x alpha*. Shared by the grid and by the validation of every cell."""
+    return LiTokensParams(
+        seed=seed, n_train=data.pool_size, n_test=data.n_test, dim=data.dim, n_patterns=data.n_patterns,
+        n_tokens=data.n_tokens, alpha_star=alpha_star, alpha_confusion=data.confusion_ratio * alpha_star,
+        noise_radius=data.noise_radius, noise_dist=data.noise_dist, noisy_share=0.0, noisy_radius=0.0)
+
+
+@dataclass(frozen=True)
+class TokenCNNParams(Section):
+    """Shape and initialisation of the comparison CNN (vitheory.li23.models.TokenCNN)."""
+
+    width: int = knob(at_least(2))
+    kernel: int = knob(at_least(1))
+    conv_init_std: float = knob(POSITIVE)
+    out_init_std: float = knob(POSITIVE)
+
+    def relations(self) -> Iterator[Violation]:
+        if self.kernel % 2 == 0:
+            yield "kernel", self.kernel, "odd (a window centred on each token)"
+
+
+@dataclass(frozen=True)
+class ViTRecipe(Section):
+    model: ShallowViTParams = knob()
+    lr_mixing: float = knob(POSITIVE)  # W_Q, W_K
+    lr_mlp: float = knob(POSITIVE)  # W_V, W_O
+
+
+@dataclass(frozen=True)
+class CNNRecipe(Section):
+    model: TokenCNNParams = knob()
+    lr_mixing: float = knob(POSITIVE)  # W_conv
+    lr_mlp: float = knob(POSITIVE)  # W_O
+
+
+@dataclass(frozen=True)
+class FitParams(Section):
+    success_rate: float = knob(OPEN_FRACTION)
+    bootstrap: int = knob(at_least(10))
+    seed: int = knob(NON_NEGATIVE)
+
+
+@dataclass(frozen=True)
+class GridParams(Section):
+    """One phase grid: alpha* x training-set size N x seeds."""
+
+    alpha_star: tuple[float, ...] = knob(Rule(lambda v: 0 < v <= 1, "in (0, 1]"))
+    n_train: tuple[int, ...] = knob(at_least(2))
+    seeds: int = knob(at_least(1))
+
+
+@dataclass(frozen=True)
+class PhaseGrids(Section):
+    """LI-1 and LI-2 are decided on `default` and stated again on `wide` (SCIENCE.md: bounds, not laws)."""
+
+    default: GridParams = knob()
+    wide: GridParams = knob()
+
+
+@dataclass(frozen=True)
+class PhaseParams(Section):
+    data: PhaseDataParams = knob()
+    grids: PhaseGrids = knob()
+    steps: int = knob(at_least(1))
+    batch_size: int = knob(at_least(1))
+    eval_every: int = knob(at_least(1))
+    vit: ViTRecipe = knob()
+    cnn: CNNRecipe = knob()
+    fit: FitParams = knob()
+
+    def relations(self) -> Iterator[Violation]:
+        for name in ("default", "wide"):
+            grid: GridParams = getattr(self.grids, name)
+            if max(grid.n_train) > self.data.pool_size:
+                yield (f"grids.{name}.n_train", list(grid.n_train),
+                       f"<= data.pool_size ({self.data.pool_size}) (every element)")
+            for alpha in grid.alpha_star:
+                for key, value, allowed in cell_tokens(self.data, alpha, self.data.seed).relations():
+                    yield (f"grids.{name}.alpha_star", list(grid.alpha_star),
+                           f"such that every cell's data is valid: {key} {allowed}")
+
+
+# --- sparsify (LI-4), sparsify_real (LI-5) -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SparsifyParams(Section):
+    data: LiTokensParams = knob()
+    keep_ratio: tuple[float, ...] = knob(OPEN_FRACTION)
+    seeds: int = knob(at_least(1))
+    steps: int = knob(at_least(1))
+    batch_size: int = knob(at_least(1))
+    vit: ViTRecipe = knob()
+
+    def relations(self) -> Iterator[Violation]:
+        counts = {"relevant": self.data.n_relevant, "confusion": self.data.n_confusion,
+                  "irrelevant": self.data.n_tokens - self.data.n_relevant - self.data.n_confusion}
+        for keep in self.keep_ratio:
+            for kind, count in (*counts.items(), ("", self.data.n_tokens)):
+                if abs(keep * count - round(keep * count)) > 1e-9:
+                    yield "keep_ratio", list(self.keep_ratio), (
+                        f"a share that keeps a whole number of the tokens of every kind ({', '.join(f'{c} {k}' for k, c in counts.items())} of "
+                        f"{self.data.n_tokens}): {keep:g} x {count}{' ' + kind if kind else ''} is not whole")
+                    return
+
+
+@dataclass(frozen=True)
+class SpuriousParams(Section):
+    correlation: float = knob(FRACTION)  # share of training images whose marker is their own class's
+    epochs: int = knob(at_least(1))
+    seed: int = knob(NON_NEGATIVE)  # marker positions and which images carry their own class's
+
+
+@dataclass(frozen=True)
+class SparsifyRealParams(Section):
+    keep_tokens: tuple[int, ...] = knob(at_least(1))  # tokens kept of the ViT's patches
+    finetune_epochs: int = knob(at_least(1))
+    finetune_lr: float = knob(POSITIVE)
+    spurious: SpuriousParams = knob()

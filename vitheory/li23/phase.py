@@ -1,0 +1,208 @@
+"""[LI23] Figure 1: sample complexity against the fraction of label-relevant tokens (LI-1, LI-2).
+
+Every cell (model, alpha*, N, seed) is one small training run; all of them run as stacked
+ensembles (vitheory.ensemble), in chunks spread over worker processes on a CPU and as one stack on
+a GPU. A run of size N trains on the first N examples of its (alpha*, seed) pool, so runs of one
+seed see nested training sets, and shares its initialisation and mini-batch generator with the other
+runs of its seed (common random numbers make the curves over N and alpha* less noisy).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from vitheory.core.artifacts import read_table
+from vitheory.core.device import seeded
+from vitheory.core.ensemble import Ensemble, SGDConfig, Stacked, chunk_plan, loss_and_error, train_ensemble
+from vitheory.core.paths import artifact, runs
+from vitheory.li23.models import builder
+from vitheory.li23.params import CNNRecipe, FitParams, GridParams, PhaseParams, ViTRecipe, cell_tokens
+from vitheory.li23.tokens import generate
+
+COLUMNS = {"model": str, "alpha_star": float, "n_train": int, "seed": int, "test_error": float,
+           "steps_to_zero_train_error": int, "steps_to_zero_test_error": int, "success": int}
+
+
+def runs_path(grid: str, model: str) -> Path:
+    """The table of one model's runs on one grid (the phase_diagram@<grid>-<model> stage)."""
+    return artifact("phase_runs") / grid / f"{model}.csv"
+
+
+def by_alpha(values: dict[str, float | None]) -> list[tuple[float, float | None]]:
+    """An alpha*-keyed map of the phase metrics (keys like "0.15") as (alpha*, value) pairs, ascending."""
+    return sorted((float(alpha), value) for alpha, value in values.items())
+
+
+@dataclass(frozen=True)
+class Cell:
+    alpha_star: float
+    n_train: int
+    seed: int
+
+
+def cells(grid: GridParams) -> list[Cell]:
+    return [Cell(a, n, s) for a in grid.alpha_star for s in range(grid.seeds) for n in grid.n_train]
+
+
+def run_chunk(cfg: PhaseParams, model: str, chunk: Sequence[Cell], device: str, threads: int) -> list[dict]:
+    """Train one stack of cells of one alpha*, at the recipe's fixed step sizes; each run records the
+    first checked steps with zero training and with zero test error."""
+    torch.set_num_threads(threads)
+    recipe: ViTRecipe | CNNRecipe = getattr(cfg, model)
+    build = builder(model, recipe.model, cfg.data.dim)
+    rows = []
+    for alpha in sorted({c.alpha_star for c in chunk}):
+        group = [c for c in chunk if c.alpha_star == alpha]
+        pools = {s: generate(cell_tokens(cfg.data, alpha, cfg.data.seed + s)) for s in sorted({c.seed for c in group})}
+        ensemble = Ensemble([seeded(c.seed, build).to(device) for c in group])
+        train = Stacked.pad([(pools[c.seed][0].X[:c.n_train], pools[c.seed][0].y[:c.n_train]) for c in group])
+        test = Stacked.pad([(pools[c.seed][1].X, pools[c.seed][1].y) for c in group]).to(torch.device(device))
+        sgd = SGDConfig(steps=cfg.steps, batch_size=cfg.batch_size, eval_every=cfg.eval_every,
+                        lr={"mixing": recipe.lr_mixing, "mlp": recipe.lr_mlp},
+                        lr_keys={"mixing": f"phase.{model}.lr_mixing", "mlp": f"phase.{model}.lr_mlp"})
+        outcome = train_ensemble(ensemble, train.to(torch.device(device)), [c.seed for c in group], sgd,
+                                 progress=False, test=test)
+        _, error = loss_and_error(ensemble, test.X, test.y)
+        for c, err, train_step, test_step in zip(group, error.tolist(), outcome.steps_to_zero_train_error,
+                                                 outcome.steps_to_zero_test_error):
+            rows.append({"model": model, "alpha_star": alpha, "n_train": c.n_train, "seed": c.seed,
+                         "test_error": err, "steps_to_zero_train_error": train_step,
+                         "steps_to_zero_test_error": test_step, "success": int(err == 0)})
+    return rows
+
+
+def run_grid(cfg: PhaseParams, grid: str, model: str, device: torch.device, progress: bool = True) -> list[dict]:
+    """Every cell of one grid for one model, as rows of `COLUMNS`, in grid order."""
+    spec: GridParams = getattr(cfg.grids, grid)
+    todo = cells(spec)
+    size, workers = chunk_plan(len(todo), device)
+    # chunks never mix alpha* values: a chunk of one alpha* trains as one full stack on one data pool
+    chunks = []
+    for alpha in spec.alpha_star:
+        mine = [c for c in todo if c.alpha_star == alpha]
+        chunks += [mine[i:i + size] for i in range(0, len(mine), size)]
+    if workers == 1:
+        results = [run_chunk(cfg, model, chunk, device.type, torch.get_num_threads()) for chunk in chunks]
+    else:  # one single-thread process per core; spawn: forking a process that ran torch can hang
+        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+            jobs = pool.map(run_chunk, [cfg] * len(chunks), [model] * len(chunks), chunks,
+                            [device.type] * len(chunks), [1] * len(chunks))
+            results = list(tqdm(jobs, total=len(chunks), desc=f"phase {grid} {model}", disable=not progress,
+                                unit="chunk"))
+    order = {(c.alpha_star, c.n_train, c.seed): i for i, c in enumerate(todo)}
+    return sorted((row for rows in results for row in rows),
+                  key=lambda r: order[(r["alpha_star"], r["n_train"], r["seed"])])
+
+
+# --- analysis -----------------------------------------------------------------------------------
+
+
+def read_runs(grid: str, model: str, root: Path = Path(".")) -> list[dict]:
+    """Rows of one model's phase_diagram table on one grid, typed."""
+    return read_table(root / runs_path(grid, model), COLUMNS)
+
+
+def success_rates(rows: Sequence[dict]) -> dict[float, dict[int, float]]:
+    """alpha* -> N -> share of the runs (one per seed) with success."""
+    by_cell: dict[tuple[float, int], list[int]] = {}
+    for r in rows:
+        by_cell.setdefault((r["alpha_star"], r["n_train"]), []).append(r["success"])
+    rates: dict[float, dict[int, float]] = {}
+    for (alpha, n), outcomes in sorted(by_cell.items()):
+        rates.setdefault(alpha, {})[n] = float(np.mean(outcomes))
+    return rates
+
+
+def n_min(rates_over_n: dict[int, float], threshold: float) -> int | None:
+    """Smallest N from which on every larger N in the grid succeeds at rate >= threshold; None when
+    even the largest N does not (the cell is censored: more samples than the grid holds)."""
+    found = None
+    for n in sorted(rates_over_n, reverse=True):
+        if rates_over_n[n] < threshold:
+            break
+        found = n
+    return found
+
+
+def fit_exponent(inverse_alpha: Sequence[float], values: Sequence[float | None]) -> float | None:
+    """Slope of log(value) against log(1/alpha*) by least squares, over the finite values."""
+    points = [(math.log(x), math.log(v)) for x, v in zip(inverse_alpha, values) if v is not None and v > 0]
+    if len(points) < 2 or len({x for x, _ in points}) < 2:
+        return None
+    xs, ys = np.array(points).T
+    return float(np.polyfit(xs, ys, 1)[0])
+
+
+def mean_steps(rows: Sequence[dict]) -> dict[float, float | None]:
+    """alpha* -> mean SGD steps to zero test error (Theorem 1's T) at the largest N, over the seeds
+    that got there."""
+    largest = max(r["n_train"] for r in rows)
+    by_alpha: dict[float, list[int]] = {}
+    for r in rows:
+        if r["n_train"] == largest:
+            by_alpha.setdefault(r["alpha_star"], []).append(r["steps_to_zero_test_error"])
+    return {alpha: float(np.mean([s for s in steps if s >= 0])) if any(s >= 0 for s in steps) else None
+            for alpha, steps in sorted(by_alpha.items())}
+
+
+def by_seed(rows: Sequence[dict]) -> list[list[dict]]:
+    """The runs of each seed, in seed order: the units a bootstrap resamples."""
+    return [[r for r in rows if r["seed"] == seed] for seed in sorted({r["seed"] for r in rows})]
+
+
+def scaling(units: Sequence[Sequence[dict]], threshold: float
+            ) -> tuple[dict[float, int | None], dict[float, float | None], float | None, float | None]:
+    """N_min and mean steps per alpha*, and their exponents against 1/alpha*, from the runs of each unit
+    (a seed; a resample may hold one seed several times, each counted as its own)."""
+    rows = [dict(row, seed=i) for i, unit in enumerate(units) for row in unit]
+    alphas = sorted({r["alpha_star"] for r in rows})
+    inverse = [1 / a for a in alphas]
+    nmins = {a: n_min(rates, threshold) for a, rates in success_rates(rows).items()}
+    steps = mean_steps(rows)
+    return (nmins, steps, fit_exponent(inverse, [nmins[a] for a in alphas]),
+            fit_exponent(inverse, [steps[a] for a in alphas]))
+
+
+def summarize(rows: Sequence[dict], threshold: float, n_boot: int, seed: int) -> dict:
+    """N_min per alpha*, steps per alpha*, and both exponents against 1/alpha* with bootstrap 95%
+    intervals (resampling the seeds with replacement)."""
+    units = dict(zip(sorted({r["seed"] for r in rows}), by_seed(rows)))
+    seeds = list(units)
+    alphas = sorted({r["alpha_star"] for r in rows})
+
+    def estimate(chosen: Sequence[int] | None) -> tuple[dict, dict, float | None, float | None]:
+        return scaling([units[s] for s in (seeds if chosen is None else chosen)], threshold)
+
+    nmins, steps, n_exp, step_exp = estimate(None)
+    rng = np.random.default_rng(seed)
+    boots = [estimate(list(rng.choice(seeds, size=len(seeds)))) for _ in range(n_boot)]
+
+    def interval(index: int, name: str) -> dict[str, float | None]:
+        values = [b[index] for b in boots if b[index] is not None]
+        low, high = (float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))) if values else (None, None)
+        return {f"{name}_ci_low": low, f"{name}_ci_high": high}
+
+    # numbers and alpha*-keyed maps of numbers only, -1 for "never reached in the grid", so that
+    # `dvc metrics show` and `dvc exp show` read every value
+    def keyed(values: dict[float, float | None]) -> dict[str, float]:
+        return {str(a): -1 if values[a] is None else values[a] for a in alphas}
+
+    return {"n_min": keyed(nmins), "steps": keyed(steps),
+            "n_min_exponent": n_exp, **interval(2, "n_min_exponent"),
+            "steps_exponent": step_exp, **interval(3, "steps_exponent")}
+
+
+def fit_all(cfg: FitParams, root: Path = Path(".")) -> dict:
+    """phase_fit's metrics: `summarize` of every model's runs on every grid."""
+    return {"success_rate_threshold": cfg.success_rate,
+            "grids": {grid: {model: summarize(read_runs(grid, model, root), cfg.success_rate, cfg.bootstrap, cfg.seed)
+                             for model in runs("phase_models")} for grid in runs("phase_grids")}}

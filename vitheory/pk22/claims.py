@@ -1,0 +1,322 @@
+"""[PK22] claims PK-1 to PK-6: statements, the numbers that measure them, thresholds and regimes."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vitheory.core.artifacts import read_rows, read_table
+from vitheory.core.claims import Claim, Criterion, Measured, Paper, Samples
+from vitheory.core.figures import figure_path
+from vitheory.core.paths import artifact
+from vitheory.pk22 import feature_maps, figures, hessian, lesion, noise, trainings
+from vitheory.pk22.feature_maps import block_changes
+from vitheory.pk22.tables import table_path
+
+
+def _models_setting(params: Any) -> str:
+    return (f"The natural-image ViT and CNN of `train_real` ({params.real.seeds} seeds each, dataset "
+            f"`{params.images.dataset}`), on {params.pk.n_images} test images.")
+
+
+def _trainings_setting(params: Any) -> str:
+    cfg = params.pk_train
+    return (f"With train_real's recipe: the ViT and the CNN ({params.real.seeds} seeds) on class-balanced "
+            f"fractions {list(cfg.fractions)} of the training images (and all of them, train_real's models), "
+            f"each trained for as many optimiser steps as all the data; AlterNet with widths "
+            f"{list(cfg.alternet.widths)}, blocks {list(cfg.alternet.blocks)} and attention blocks "
+            f"{list(cfg.alternet.attention)} at the end of each stage against a CNN of the same shape with conv "
+            f"blocks only, {cfg.alternet_seeds} seeds, on the same fractions and all the data.")
+
+
+def _pk2_regime(params: Any) -> str:
+    cfg = params.pk
+    return _models_setting(params) + (
+        f" {cfg.hessian_batches} training mini-batches of {cfg.hessian_batch_size} per model and seed, from the "
+        f"model's own training images, shifted by up to {params.real.shift} px as in training; the loss is the "
+        f"cross-entropy plus {params.real.weight_decay} / 2 x |theta|^2; top {cfg.hessian_top} eigenvalues by "
+        "magnitude and lambda_min, lambda_max per mini-batch.")
+
+
+def _feature_maps_regime(params: Any) -> str:
+    return _models_setting(params) + (" Feature maps: the embedded input and every block's output, class token "
+                                      "dropped; blocks that downsample are left out of the checks.")
+
+
+def _pk5_regime(params: Any) -> str:
+    cfg = params.pk
+    return _models_setting(params) + (
+        f" Noise bands {list(cfg.frequencies)} (units of pi, radius max(|f_x|, |f_y|), "
+        f"bandwidth {cfg.bandwidth}), root-mean-square {cfg.noise_rms} in normalised pixels.")
+
+
+def _training_samples(root: Path) -> Samples:
+    """Units: each seed's (training error, test error) per data fraction, one group per model."""
+    found: dict[str, dict[int, dict[float, tuple[float, float]]]] = {}
+    for model, fraction, seed, _, train_error, _, test_error in read_rows(root / artifact("pk_train_runs"),
+                                                                         trainings.COLUMNS):
+        found.setdefault(model, {}).setdefault(seed, {})[fraction] = (train_error, test_error)
+    return {model: [by_fraction for _, by_fraction in sorted(seeds.items())] for model, seeds in found.items()}
+
+
+def _mean_error(samples: Samples, model: str, fraction: float, which: int) -> float:
+    return statistics.mean(unit[fraction][which] for unit in samples[model])
+
+
+def _pk1_statistics(samples: Samples) -> Measured:
+    smallest = min(samples["vit"][0])
+    measured = {}
+    for model in ("vit", "cnn"):
+        gaps = {f: _mean_error(samples, model, f, 1) - _mean_error(samples, model, f, 0) for f in (smallest, 1.0)}
+        measured |= {f"{model}_gap_full": gaps[1.0], f"{model}_gap_smallest": gaps[smallest],
+                     f"{model}_gap_growth": gaps[smallest] - gaps[1.0],
+                     f"{model}_train_error_smallest": _mean_error(samples, model, smallest, 0),
+                     f"{model}_test_error_smallest": _mean_error(samples, model, smallest, 1)}
+    return measured | {"smallest_fraction": smallest,
+                       "vit_minus_cnn_gap_growth": measured["vit_gap_growth"] - measured["cnn_gap_growth"]}
+
+
+def _pk6_statistics(samples: Samples) -> Measured:
+    small = sorted(f for f in samples["alternet"][0] if f < 1)
+    measured = {f"{model}_test_error_{f:g}": _mean_error(samples, model, f, 1)
+                for model in ("alternet", "cnn_baseline") for f in (*small, 1.0)}
+    gaps = [measured[f"alternet_test_error_{f:g}"] - measured[f"cnn_baseline_test_error_{f:g}"] for f in small]
+    return measured | {
+        "alternet_minus_cnn_baseline_small_data": statistics.mean(gaps),
+        "alternet_minus_cnn_baseline_all_data": measured["alternet_test_error_1"] - measured["cnn_baseline_test_error_1"],
+        # neither model at its ceiling where they are compared: at least one point of test error left
+        "least_test_error_small_data": min(measured[f"{m}_test_error_{f:g}"] for m in ("alternet", "cnn_baseline")
+                                           for f in small)}
+
+
+def _hessian_samples(root: Path) -> Samples:
+    """Units: one (seed, mini-batch)'s top eigenvalues by magnitude and both ends of its spectrum, one
+    group per model."""
+    found: dict[str, dict[tuple[int, int], dict[str, Any]]] = {}
+    for model, seed, batch, which, _, eigenvalue in read_rows(root / table_path("hessian"), hessian.COLUMNS):
+        unit = found.setdefault(model, {}).setdefault((seed, batch), {"top": []})
+        if which == "top":
+            unit["top"].append(eigenvalue)
+        else:
+            unit[which] = eigenvalue
+    return {model: [unit for _, unit in sorted(units.items())] for model, units in found.items()}
+
+
+def _negative_curvature(units: list[dict[str, Any]]) -> float:
+    """How far the spectrum reaches below zero against above: mean over mini-batches of
+    max(0, -lambda_min) / lambda_max. Free of the top-5 cutoff, which hid the ViT's lambda_min."""
+    return statistics.mean(max(0.0, -unit["min"]) / unit["max"] for unit in units)
+
+
+def _pk2_statistics(samples: Samples) -> Measured:
+    measured = {}
+    for model in ("vit", "cnn", "vit_gap", "vit_small"):
+        eigenvalues = np.array([value for unit in samples[model] for value in unit["top"]])
+        positive = eigenvalues[eigenvalues > 0]
+        measured |= {f"{model}_nep": float((eigenvalues < 0).mean()),
+                     f"{model}_ape": float(positive.mean()) if len(positive) else 0.0,
+                     f"{model}_negative_curvature": _negative_curvature(samples[model]),
+                     f"{model}_lambda_min": statistics.mean(unit["min"] for unit in samples[model])}
+    curvature = {model: measured[f"{model}_negative_curvature"] for model in ("vit", "cnn", "vit_gap", "vit_small")}
+    return measured | {"vit_minus_cnn_negative_curvature": curvature["vit"] - curvature["cnn"],
+                       "small_data_minus_vit_negative_curvature": curvature["vit_small"] - curvature["vit"],
+                       "gap_minus_vit_negative_curvature": curvature["vit_gap"] - curvature["vit"],
+                       "vit_nep_minus_cnn_nep": measured["vit_nep"] - measured["cnn_nep"]}
+
+
+def _pk8_statistics(samples: Samples) -> Measured:
+    largest = {model: statistics.mean(unit["max"] for unit in samples[model]) for model in ("vit", "cnn")}
+    return {"vit_lambda_max": largest["vit"], "cnn_lambda_max": largest["cnn"],
+            "vit_over_cnn_lambda_max": largest["vit"] / largest["cnn"]}
+
+
+def _lesion_samples(root: Path) -> Samples:
+    """Units: each seed's accuracy drops, branch by branch, one group per model."""
+    found: dict[str, dict[int, list[dict]]] = {}
+    for row in read_table(root / table_path("lesion"), lesion.COLUMNS):
+        found.setdefault(row["model"], {}).setdefault(row["seed"], []).append(row)
+    return {model: [drops for _, drops in sorted(seeds.items())] for model, seeds in found.items()}
+
+
+def _pk7_statistics(samples: Samples) -> Measured:
+    """Per seed and stage ending in attention: the drop from removing that attention block minus the
+    largest drop from removing a block before it in the stage; mean over stages and seeds."""
+    margins = []
+    for drops in samples["alternet"]:
+        for stage in sorted({d["stage"] for d in drops}):
+            mine = sorted((d for d in drops if d["stage"] == stage), key=lambda d: d["position"])
+            if mine and mine[-1]["kind"] == "msa" and len(mine) > 1:
+                margins.append(mine[-1]["accuracy_drop"] - max(d["accuracy_drop"] for d in mine[:-1]))
+    return {"end_of_stage_msa_minus_earlier_blocks": statistics.mean(margins),
+            **{f"{model}_{kind}_drop": statistics.mean(d["accuracy_drop"] for unit in samples[model] for d in unit
+                                                       if d["kind"] == kind)
+               for model, kinds in (("alternet", ("conv", "msa")), ("vit", ("msa", "mlp"))) for kind in kinds}}
+
+
+def _profile_samples(root: Path) -> Samples:
+    """Units: each seed's profile (kind, high-frequency delta, variance per feature map), one group per model."""
+    found: dict[str, dict[int, list[dict]]] = {}
+    for row in read_table(root / table_path("profiles"), feature_maps.COLUMNS):
+        found.setdefault(row["model"], {}).setdefault(row["seed"], []).append(row)
+    return {model: [profile for _, profile in sorted(seeds.items())] for model, seeds in found.items()}
+
+
+def _block_changes(quantity: str) -> Callable[[Samples], Measured]:
+    def measure(samples: Samples) -> Measured:
+        measured = {}
+        for model, kind, sign in (("vit", "msa", -1), ("vit", "mlp", 1), ("cnn", "conv", 1)):
+            changes = [change for profile in samples[model] for change in block_changes(profile, quantity)[kind]]
+            measured |= {f"{model}_{kind}_change": statistics.mean(changes),
+                         # the share of (block, seed) pairs with the claimed sign, not only the mean's
+                         f"{model}_{kind}_share_with_claimed_sign": statistics.mean(c * sign > 0 for c in changes)}
+        return measured
+    return measure
+
+
+def _noise_samples(root: Path) -> Samples:
+    """Units: each seed's clean accuracy and accuracy drop per noise frequency, one group per model."""
+    found: dict[str, dict[int, dict[float, tuple[float, float]]]] = {}
+    for model, seed, frequency, clean, drop in read_rows(root / table_path("noise"), noise.COLUMNS):
+        found.setdefault(model, {}).setdefault(seed, {})[frequency] = (clean, drop)
+    return {model: [drops for _, drops in sorted(seeds.items())] for model, seeds in found.items()}
+
+
+def _pk5_statistics(samples: Samples) -> Measured:
+    def drop(model: str, pick: Callable) -> float:
+        return statistics.mean(unit[pick(unit)][1] for unit in samples[model])
+
+    measured = {f"{model}_drop_{end}": drop(model, pick) for model in ("vit", "cnn")
+                for end, pick in (("highest", max), ("lowest", min))}
+    # each model's profile over frequency: how much more high-frequency noise costs it than low
+    for model in ("vit", "cnn"):
+        measured[f"{model}_high_minus_low"] = measured[f"{model}_drop_highest"] - measured[f"{model}_drop_lowest"]
+    return measured | {
+        "vit_minus_cnn_high_minus_low": measured["vit_high_minus_low"] - measured["cnn_high_minus_low"],
+        # no model may collapse under the noise: the least accuracy left, over models and frequencies
+        "least_noisy_accuracy": min(statistics.mean(unit[f][0] - unit[f][1] for unit in samples[model])
+                                    for model in ("vit", "cnn") for f in samples[model][0])}
+
+
+PAPER = Paper(
+    key="PK22",
+    citation="Park, Kim. How Do Vision Transformers Work? ICLR 2022, arXiv 2202.06709.",
+    claims=(
+        Claim(
+            id="PK-1",
+            statement=("ViTs' poor accuracy on small data is not overfitting: as the training set shrinks, their "
+                       "training NLL and test error move together."),
+            metric=("test error minus training error (mean over seeds) on the smallest class-balanced fraction of "
+                    "the training images and on all of them, every fraction trained for as many optimiser steps as "
+                    "all the data; its growth as data shrinks, ViT against CNN"),
+            criteria=(Criterion("vit_minus_cnn_gap_growth", "<=", 0.0),),
+            # a ViT that never left chance on the smallest fraction shows no overfitting for the wrong reason
+            conditions=(Criterion("vit_train_error_smallest", "<=", 0.5),),
+            evidence=(figure_path(figures.SMALL_DATA), artifact("pk_train_runs"), artifact("pk_train_metrics")),
+            samples=_training_samples,
+            statistics=_pk1_statistics,
+            regime=_trainings_setting,
+        ),
+        Claim(
+            id="PK-2",
+            statement=("ViTs have many negative Hessian eigenvalues, CNNs few; more data and global average pooling "
+                       "suppress them."),
+            metric=("the Hessian of the training NLL + L2 on augmented mini-batches of each model's own training "
+                    "images (Lanczos on Hessian-vector products): max(0, -lambda_min) / lambda_max per mini-batch, "
+                    "mean over mini-batches and seeds, for the ViT, the CNN, the ViT on the smallest data fraction "
+                    "and the ViT with global average pooling; beside it the official NEP (share of negative among "
+                    "the top eigenvalues by magnitude), which rests on a handful of eigenvalues"),
+            criteria=(Criterion("vit_minus_cnn_negative_curvature", ">", 0.0),
+                      Criterion("small_data_minus_vit_negative_curvature", ">", 0.0),
+                      Criterion("gap_minus_vit_negative_curvature", "<", 0.0)),
+            evidence=(figure_path(figures.HESSIAN), table_path("hessian"), artifact("pk_metrics")),
+            samples=_hessian_samples,
+            statistics=_pk2_statistics,
+            regime=_pk2_regime,
+        ),
+        Claim(
+            id="PK-3",
+            statement=("Attention blocks are low-pass filters and convolutions high-pass: across a block, the "
+                       "high-frequency log amplitude of the feature maps falls for attention and rises for conv/MLP "
+                       "blocks."),
+            metric=("mean over blocks of each kind and over seeds of the change, across the block, of the log "
+                    "amplitude at the end of the official half-diagonal, (1 - 2/h) pi, minus that at frequency 0; "
+                    "blocks that downsample are left out; also the share of blocks and seeds with the claimed sign"),
+            criteria=(Criterion("vit_msa_change", "<", 0.0), Criterion("vit_mlp_change", ">", 0.0),
+                      Criterion("cnn_conv_change", ">", 0.0)),
+            evidence=(figure_path(figures.FEATURES), table_path("profiles"), artifact("pk_metrics")),
+            samples=_profile_samples,
+            statistics=_block_changes("high_frequency"),
+            regime=_feature_maps_regime,
+        ),
+        Claim(
+            id="PK-4",
+            statement="Attention blocks reduce the spatial variance of the feature maps; conv and MLP blocks raise it.",
+            metric=("mean over blocks of each kind and over seeds of the change of the spatial variance across the "
+                    "block, blocks that downsample left out; also the share of blocks and seeds with the claimed sign"),
+            criteria=(Criterion("vit_msa_change", "<", 0.0), Criterion("vit_mlp_change", ">", 0.0),
+                      Criterion("cnn_conv_change", ">", 0.0)),
+            evidence=(figure_path(figures.FEATURES), table_path("profiles"), artifact("pk_metrics")),
+            samples=_profile_samples,
+            statistics=_block_changes("variance"),
+            regime=_feature_maps_regime,
+        ),
+        Claim(
+            id="PK-5",
+            statement=("ViTs are robust to high-frequency noise and fragile to low-frequency noise; CNNs the "
+                       "other way round."),
+            metric=("each model's accuracy drop under noise band-passed at the highest frequency minus its drop "
+                    "at the lowest (its profile over frequency; the models' clean accuracies differ), mean over "
+                    "seeds; the ViT's profile against the CNN's"),
+            criteria=(Criterion("vit_minus_cnn_high_minus_low", "<", 0.0),),
+            conditions=(Criterion("least_noisy_accuracy", ">=", 0.5),),
+            evidence=(figure_path(figures.NOISE), table_path("noise"), artifact("pk_metrics")),
+            samples=_noise_samples,
+            statistics=_pk5_statistics,
+            regime=_pk5_regime,
+        ),
+        Claim(
+            id="PK-6",
+            statement=("Replacing conv blocks at the end of a stage by attention blocks (AlterNet: none in the first "
+                       "stage, at the end of later ones) beats the pure CNN, also on small data."),
+            metric=("mean test error over seeds of AlterNet and of the CNN of the same shape, all conv blocks, on "
+                    "the small class-balanced fractions of the training images (trained for as many steps as all "
+                    "the data), mean over fractions; the gap on all the data beside it"),
+            criteria=(Criterion("alternet_minus_cnn_baseline_small_data", "<", 0.0),),
+            conditions=(Criterion("least_test_error_small_data", ">=", 0.01),),
+            evidence=(figure_path(figures.SMALL_DATA), artifact("pk_train_runs"), artifact("pk_train_metrics")),
+            samples=_training_samples,
+            statistics=_pk6_statistics,
+            regime=_trainings_setting,
+        ),
+        Claim(
+            id="PK-7",
+            statement=("In a multi-stage model, the attention blocks at the end of a stage matter most: removing one "
+                       "costs more accuracy than removing a block before it in that stage."),
+            metric=("AlterNet trained on all the data, one branch at a time replaced by the identity on its "
+                    "residual branch (downsampling blocks have none and are left out): the test accuracy lost by "
+                    "removing the stage's closing attention block minus the most lost by removing an earlier "
+                    "block of the stage, mean over stages and seeds; the ViT's drops per branch beside it"),
+            criteria=(Criterion("end_of_stage_msa_minus_earlier_blocks", ">", 0.0),),
+            evidence=(figure_path(figures.LESION), table_path("lesion"), artifact("pk_metrics")),
+            samples=_lesion_samples,
+            statistics=_pk7_statistics,
+            regime=_trainings_setting,
+        ),
+        Claim(
+            id="PK-8",
+            statement=("MSAs flatten the loss landscape: the ViT's Hessian eigenvalues are smaller in magnitude than "
+                       "the CNN's."),
+            metric=("lambda_max of the Hessian of the training NLL + L2 (as PK-2), mean over mini-batches and "
+                    "seeds, ViT over CNN"),
+            criteria=(Criterion("vit_over_cnn_lambda_max", "<", 1.0),),
+            evidence=(figure_path(figures.HESSIAN), table_path("hessian"), artifact("pk_metrics")),
+            samples=_hessian_samples,
+            statistics=_pk8_statistics,
+            regime=_pk2_regime,
+        ),
+    ),
+)

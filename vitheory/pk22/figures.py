@@ -1,0 +1,117 @@
+"""[PK22] figures: feature maps block by block (PK-3, PK-4), band-passed noise (PK-5), the Hessian
+spectrum (PK-2), small data and AlterNet (PK-1, PK-6)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from vitheory.core.figures import read_frame, save_figure
+from vitheory.core.paths import artifact
+from vitheory.pk22 import trainings
+from vitheory.pk22.tables import TABLES, table_path
+
+FEATURES, NOISE, HESSIAN, SMALL_DATA, LESION = "pk_features", "pk_noise", "pk_hessian", "pk_small_data", "pk_lesion"
+
+
+PK_MODELS = {"vit": "ViT", "cnn": "CNN", "alternet": "AlterNet", "cnn_baseline": "CNN (AlterNet's depth)",
+             "vit_gap": "ViT, average pooling", "vit_small": "ViT, smallest data fraction"}
+
+
+def pk_features_figure(profiles: pd.DataFrame) -> plt.Figure:
+    """[PK22] Figs. 2-3 style: high-frequency log amplitude (minus frequency 0) and spatial variance of
+    every feature map against normalised depth, mean over seeds; the ViT's attention blocks shaded, and
+    every block that downsamples (its map has fewer tokens than its input's; left out of the checks)
+    marked with a cross."""
+    table = profiles.assign(model=profiles.model.map(PK_MODELS))
+    previous = profiles.groupby(["model", "seed"]).tokens.shift()
+    downsampling = table[previous.notna() & (profiles.tokens < previous)]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.0), layout="constrained")
+    for ax, quantity, label in ((axes[0], "high_frequency", "Δ log amplitude at (1 - 2/h)π"),
+                                (axes[1], "variance", "feature-map variance")):
+        sns.lineplot(data=table, x="depth", y=quantity, hue="model", marker="o", errorbar=("pi", 100), ax=ax)
+        ax.scatter(downsampling.depth, downsampling[quantity], marker="x", s=60, color="black", zorder=3,
+                   label="downsamples (not checked)")
+        for depth in sorted(set(profiles[(profiles.model == "vit") & (profiles.kind == "msa")].depth)):
+            ax.axvspan(depth - 0.04, depth + 0.04, color="grey", alpha=0.2, lw=0)
+        ax.set(xlabel="normalised depth", ylabel=label)
+        ax.legend(fontsize="small")
+    axes[1].set_yscale("log")
+    fig.suptitle("Feature maps block by block (grey: the ViT's attention blocks; band: seeds)", fontsize="small")
+    return fig
+
+
+def pk_noise_figure(noise: pd.DataFrame) -> plt.Figure:
+    """[PK22] Fig. 4 style: accuracy drop under noise band-passed at each frequency."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    sns.lineplot(data=noise.assign(model=noise.model.map(PK_MODELS)), x="frequency", y="accuracy_drop", hue="model",
+                 marker="o", errorbar=("pi", 100), ax=ax)
+    ax.set(xlabel="noise frequency (units of π)", ylabel="test accuracy drop", title="Band-passed noise")
+    return fig
+
+
+def pk_hessian_figure(hessian: pd.DataFrame) -> plt.Figure:
+    """[PK22] Fig. 1 style: the pooled top eigenvalues of the training-loss Hessian per model (left), and
+    both ends of each mini-batch's spectrum, lambda_min against lambda_max (right)."""
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.2), layout="constrained")
+    top = hessian[hessian.which == "top"]
+    for model in dict.fromkeys(top.model):
+        label, values = PK_MODELS[model], top[top.model == model].eigenvalue
+        nep, ape = (values < 0).mean(), values[values > 0].mean()
+        sns.histplot(values, bins=30, stat="density", element="step", fill=False, ax=axes[0],
+                     label=f"{label}: NEP {nep:.2f}, APE {ape:.3g}")
+    axes[0].axvline(0, color="grey", lw=1)
+    axes[0].set(xlabel="Hessian eigenvalue (largest magnitudes, pooled over mini-batches and seeds)",
+                title="Top eigenvalues of the training NLL + L2")
+    axes[0].legend(fontsize="small")
+    ends = hessian[hessian.which != "top"].pivot_table(index=["model", "seed", "batch"], columns="which",
+                                                       values="eigenvalue").reset_index()
+    sns.scatterplot(data=ends.assign(model=ends.model.map(PK_MODELS)), x="max", y="min", hue="model", ax=axes[1])
+    axes[1].axhline(0, color="grey", lw=1)
+    axes[1].set(xscale="log", xlabel="lambda_max", ylabel="lambda_min",
+                title="Both ends of the spectrum, one dot per mini-batch and seed")
+    return fig
+
+
+def pk_small_data_figure(runs: pd.DataFrame) -> plt.Figure:
+    """[PK22] PK-1 and PK-6: training NLL and test error against the share of training data (ViT and
+    CNN), and AlterNet's and its CNN's test error against it; mean over seeds, band: min to max."""
+    table = runs.assign(model=runs.model.map(PK_MODELS))
+    small = table[table.model.isin([PK_MODELS["vit"], PK_MODELS["cnn"]])]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.0), layout="constrained")
+    for ax, column, label in ((axes[0], "train_loss", "training NLL"), (axes[1], "test_error", "test error")):
+        sns.lineplot(data=small, x="fraction", y=column, hue="model", marker="o", errorbar=("pi", 100), ax=ax)
+        sns.lineplot(data=small, x="fraction", y="train_error" if column == "test_error" else "test_loss",
+                     hue="model", marker="x", linestyle="--", errorbar=None, ax=ax, legend=False)
+        ax.set(xscale="log", xlabel="share of the training images", ylabel=label,
+               title=f"{label} (dashed: {'training error' if column == 'test_error' else 'test NLL'})")
+    pair = table[table.model.isin([PK_MODELS["alternet"], PK_MODELS["cnn_baseline"]])]
+    sns.lineplot(data=pair, x="fraction", y="test_error", hue="model", marker="o", errorbar=("pi", 100), ax=axes[2])
+    axes[2].set(xscale="log", xlabel="share of the training images", ylabel="test error",
+                title="AlterNet against a CNN of its shape (PK-6)")
+    return fig
+
+
+def pk_lesion_figure(lesions: pd.DataFrame) -> plt.Figure:
+    """[PK22] PK-7: the test accuracy lost by removing each branch, AlterNet (by stage) and the ViT;
+    bars: mean over seeds, ticks: min to max."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.0), layout="constrained")
+    for ax, model in zip(axes, ("alternet", "vit")):
+        mine = lesions[lesions.model == model].copy()
+        mine["branch"] = [f"stage {s}: {k} {i}" if model == "alternet" else f"block {i}: {k}"
+                          for s, k, i in zip(mine.stage, mine.kind, mine.index)]
+        sns.barplot(data=mine, x="branch", y="accuracy_drop", hue="kind", errorbar=("pi", 100), ax=ax)
+        ax.set(xlabel="", ylabel="test accuracy lost", title=f"{PK_MODELS[model]}: one branch removed at a time")
+        ax.tick_params(axis="x", labelrotation=30)
+    return fig
+
+
+def render(dpi: int) -> None:
+    """Every [PK22] figure, from its stages' artifacts."""
+    tables = {name: read_frame(table_path(name), columns) for name, columns in TABLES.items()}
+    save_figure(pk_features_figure(tables["profiles"]), FEATURES, dpi)
+    save_figure(pk_noise_figure(tables["noise"]), NOISE, dpi)
+    save_figure(pk_small_data_figure(read_frame(artifact("pk_train_runs"), trainings.COLUMNS)), SMALL_DATA, dpi)
+    save_figure(pk_hessian_figure(tables["hessian"]), HESSIAN, dpi)
+    save_figure(pk_lesion_figure(tables["lesion"]), LESION, dpi)

@@ -1,0 +1,87 @@
+"""[PK22] PK-2, PK-8: the Hessian spectrum of the training loss, by Lanczos on Hessian-vector products."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F  # noqa: N812
+from scipy.sparse.linalg import LinearOperator, eigsh
+from torch import nn
+from torch.func import functional_call, grad, jvp
+from tqdm import tqdm
+
+from vitheory.images.params import RealTrainParams
+from vitheory.images.training import augment
+from vitheory.pk22.params import PKParams
+
+COLUMNS = {"model": str, "seed": int, "batch": int, "which": str, "rank": int, "eigenvalue": float}
+
+
+def hessian_operator(model: nn.Module, loss_fn: Callable[..., torch.Tensor], x: torch.Tensor,
+                     y: torch.Tensor) -> LinearOperator:
+    """The Hessian of loss_fn(model(x), y, parameters) with respect to the trainable parameters, as a scipy
+    LinearOperator of Hessian-vector products (forward-over-reverse, torch.func). Buffers (BatchNorm
+    statistics) are held fixed; the model is evaluated in eval mode."""
+    model.eval()
+    names = [n for n, p in model.named_parameters() if p.requires_grad]
+    params = {n: p.detach() for n, p in model.named_parameters() if p.requires_grad}
+    buffers = dict(model.named_buffers())
+    shapes = [params[n].shape for n in names]
+    sizes = [params[n].numel() for n in names]
+
+    def loss(theta: dict[str, torch.Tensor]) -> torch.Tensor:
+        return loss_fn(functional_call(model, (theta, buffers), (x,)), y, theta)
+
+    gradient = grad(loss)
+
+    def matvec(vector: np.ndarray) -> np.ndarray:
+        chunks = torch.from_numpy(np.asarray(vector, dtype=np.float64).reshape(-1)).split(sizes)
+        tangent = {n: c.reshape(s).to(params[n]) for n, c, s in zip(names, chunks, shapes)}
+        _, hvp = jvp(gradient, (params,), (tangent,))
+        return torch.cat([hvp[n].reshape(-1) for n in names]).double().cpu().numpy()
+
+    size = sum(sizes)
+    return LinearOperator((size, size), matvec=matvec, dtype=np.float64)
+
+
+def top_eigenvalues(operator: LinearOperator, k: int, seed: int, tol: float = 1e-6) -> np.ndarray:
+    """The k eigenvalues of largest magnitude (Lanczos, scipy's eigsh), ascending."""
+    start = np.random.default_rng(seed).standard_normal(operator.shape[0])
+    return np.sort(eigsh(operator, k=k, which="LM", v0=start, tol=tol, return_eigenvectors=False))
+
+
+def nll_and_l2(weight_decay: float) -> Callable[..., torch.Tensor]:
+    """The loss whose Hessian the official code measures: cross-entropy plus the L2 term of the weight
+    decay the model trained with, (weight_decay / 2) |theta|^2."""
+    def loss(logits: torch.Tensor, y: torch.Tensor, params: dict[str, torch.Tensor]) -> torch.Tensor:
+        return F.cross_entropy(logits, y) + weight_decay / 2 * sum(p.pow(2).sum() for p in params.values())
+    return loss
+
+
+def extreme_eigenvalues(operator: LinearOperator, seed: int, tol: float) -> tuple[float, float]:
+    """(lambda_min, lambda_max): the two ends of the spectrum, whatever their magnitudes (Lanczos)."""
+    start = np.random.default_rng(seed).standard_normal(operator.shape[0])
+    low, high = np.sort(eigsh(operator, k=2, which="BE", v0=start, tol=tol, return_eigenvectors=False))
+    return float(low), float(high)
+
+
+def hessian_rows(name: str, seed: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: PKParams,
+                 train: RealTrainParams) -> list[tuple]:
+    """On `cfg.hessian_batches` mini-batches of the model's own training images (x, y), augmented as it
+    trained (`train`'s shifts and flips), the Hessian of NLL + L2: its top eigenvalues by magnitude (the
+    official NEP and APE) and both ends of its spectrum, as rows of `COLUMNS`. The batches are the
+    same for every seed of a model."""
+    order = torch.randperm(len(y), generator=torch.Generator().manual_seed(cfg.hessian_seed))
+    augmentation = torch.Generator().manual_seed(cfg.hessian_seed)
+    rows = []
+    for batch in tqdm(range(cfg.hessian_batches), desc=f"Hessian {name} seed {seed}", mininterval=1.0):
+        index = order[batch * cfg.hessian_batch_size:(batch + 1) * cfg.hessian_batch_size].to(x.device)
+        images = augment(x[index], train.shift, train.hflip, augmentation)
+        operator = hessian_operator(model, nll_and_l2(train.weight_decay), images, y[index])
+        top = top_eigenvalues(operator, cfg.hessian_top, cfg.hessian_seed + batch, cfg.hessian_tol)
+        rows += [(name, seed, batch, "top", rank, float(value)) for rank, value in enumerate(top)]
+        low, high = extreme_eigenvalues(operator, cfg.hessian_seed + batch, cfg.hessian_tol)
+        rows += [(name, seed, batch, "min", 0, low), (name, seed, batch, "max", 0, high)]
+    return rows

@@ -1,0 +1,45 @@
+"""[PK22] PK-5: accuracy under random noise band-passed at one frequency."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from vitheory.pk22.params import PKParams
+
+COLUMNS = {"model": str, "seed": int, "frequency": float, "clean_accuracy": float, "accuracy_drop": float}
+
+
+def band_noise(shape: tuple[int, ...], frequency: float, bandwidth: float, rms: float,
+               generator: torch.Generator) -> torch.Tensor:
+    """Gaussian noise (B, C, H, W) keeping only frequencies whose radius max(|f_x|, |f_y|), in units of
+    pi, lies within bandwidth / 2 of `frequency`, scaled to root-mean-square `rms` per image."""
+    noise = torch.randn(shape, generator=generator, dtype=torch.float64)
+    h, w = shape[-2:]
+    fy = torch.fft.fftfreq(h, dtype=torch.float64).abs()[:, None] * 2  # 1.0 = pi
+    fx = torch.fft.fftfreq(w, dtype=torch.float64).abs()[None, :] * 2
+    radius = torch.maximum(fy, fx)
+    mask = (radius - frequency).abs() <= bandwidth / 2 + 1e-9
+    if not mask.any():
+        raise ValueError(f"no frequency of a {h} x {w} image lies within {bandwidth / 2} of {frequency} pi")
+    filtered = torch.fft.ifft2(torch.fft.fft2(noise) * mask).real
+    scale = filtered.pow(2).mean(dim=(1, 2, 3), keepdim=True).sqrt().clamp_min(1e-12)
+    return (filtered / scale * rms).float()
+
+
+@torch.no_grad()
+def noisy_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, noise: torch.Tensor) -> float:
+    model.eval()
+    return float((model(x + noise).argmax(-1) == y).float().mean())
+
+
+def noise_rows(name: str, seed: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: PKParams) -> list[tuple]:
+    """The accuracy drop of one model at every frequency of `cfg`, as rows of `COLUMNS`; the same noise
+    draws for every model and seed."""
+    clean = noisy_accuracy(model, x, y, torch.zeros_like(x))
+    generator = torch.Generator().manual_seed(cfg.noise_seed)
+    rows = []
+    for frequency in cfg.frequencies:
+        noise = band_noise(tuple(x.shape), frequency, cfg.bandwidth, cfg.noise_rms, generator).to(x.device)
+        rows.append((name, seed, frequency, clean, clean - noisy_accuracy(model, x, y, noise)))
+    return rows

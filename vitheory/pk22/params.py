@@ -1,0 +1,56 @@
+"""[PK22] params sections: the extra trainings (PK-1, PK-2, PK-6) and the analyses (PK-2 to PK-5)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from vitheory.core.config import NON_NEGATIVE, POSITIVE, Rule, Section, Violation, at_least, knob
+from vitheory.images.params import ResNetPreset
+
+
+@dataclass(frozen=True)
+class PKParams(Section):
+    """[PK22] analyses of the natural-image ViT and CNN checkpoints."""
+
+    n_images: int = knob(at_least(2))  # test images for the feature maps and the noise
+    frequencies: tuple[float, ...] = knob(Rule(lambda v: 0 <= v <= 1, "in [0, 1] (units of pi)"))
+    bandwidth: float = knob(Rule(lambda v: 0 < v <= 1, "in (0, 1]"))
+    noise_rms: float = knob(POSITIVE)  # root-mean-square of the noise, in units of the normalised pixels
+    noise_seed: int = knob(NON_NEGATIVE)
+    hessian_batches: int = knob(at_least(1))  # training mini-batches per model
+    hessian_batch_size: int = knob(at_least(1))
+    hessian_top: int = knob(at_least(1))  # eigenvalues of largest magnitude per batch
+    hessian_tol: float = knob(POSITIVE)  # relative accuracy of the Lanczos eigenvalues
+    hessian_seed: int = knob(NON_NEGATIVE)
+
+
+@dataclass(frozen=True)
+class AlterNetPreset(Section):
+    """vitheory.pk22.models.AlterNet, less the data's shape."""
+
+    widths: tuple[int, ...] = knob(at_least(1))
+    blocks: tuple[int, ...] = knob(at_least(1))
+    attention: tuple[int, ...] = knob(at_least(0))  # attention blocks at the end of each stage
+    heads: int = knob(at_least(1))
+
+    def relations(self) -> Iterator[Violation]:
+        if len(self.blocks) != len(self.widths):
+            yield "blocks", list(self.blocks), f"one count per stage ({len(self.widths)} widths)"
+        if len(self.attention) != len(self.widths):
+            yield "attention", list(self.attention), f"one count per stage ({len(self.widths)} widths)"
+        elif any(a > b - (1 if stage else 0) for stage, (a, b) in enumerate(zip(self.attention, self.blocks))):
+            yield "attention", list(self.attention), (
+                f"at most the blocks of each stage after its first, which downsamples (blocks {list(self.blocks)})")
+        if any(width % self.heads for width in self.widths):
+            yield "heads", self.heads, f"a divisor of every width ({list(self.widths)})"
+
+
+@dataclass(frozen=True)
+class PKTrainParams(Section):
+    """[PK22] extra trainings: small data (PK-1), AlterNet (PK-6), a global-average-pooling ViT (PK-2)."""
+
+    fractions: tuple[float, ...] = knob(Rule(lambda v: 0 < v < 1, "in (0, 1)"))  # 1.0 is train_real's
+    alternet_seeds: int = knob(at_least(1))  # AlterNet and its CNN, on every fraction and all the data
+    alternet: AlterNetPreset = knob()
+    cnn_baseline: ResNetPreset = knob()  # the CNN of AlterNet's depth, all blocks convolutional

@@ -1,0 +1,117 @@
+"""[PK22] trainings beyond train_real's, with its recipe: the ViT and the CNN on class-balanced fractions
+of the training images (PK-1), AlterNet and a CNN of its shape on every fraction and all the data
+(PK-6, PK-7), and the ViT with global average pooling (PK-2); every model's training and test loss and
+error. Every fraction trains for as many optimiser steps as all the data does."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, replace
+from functools import partial
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from vitheory.core.checkpoint import load_checkpoint, save_checkpoint, seed_folder
+from vitheory.core.paths import artifact, run_name
+from vitheory.core.resume import Resume
+from vitheory.images.datasets import balanced_subset
+from vitheory.images.params import ImagesParams, RealTrainParams
+from vitheory.images.training import FitTask, LoadedImages, build_model, evaluate, run_tasks
+from vitheory.pk22.models import AlterNet
+from vitheory.pk22.params import AlterNetPreset, PKTrainParams
+
+COLUMNS = {"model": str, "fraction": float, "seed": int, "train_loss": float, "train_error": float,
+           "test_loss": float, "test_error": float}
+FULL_DATA_MODELS = ("vit", "cnn")  # trained on all the images by train_real
+
+
+def full_data_checkpoints(name: str) -> Path:
+    """train_real's checkpoints (seed_<s>/) of the model `name` on natural images."""
+    return artifact("real_models") / run_name(name, "natural")
+
+
+def fraction_folder(name: str, fraction: float) -> str:
+    """The folder, under pk_train's models, of a model trained on a fraction of the images."""
+    return f"{name}_fraction_{fraction:g}"
+
+
+def fraction_index(labels: torch.Tensor, fraction: float, seed: int) -> torch.Tensor:
+    """The class-balanced training images a model of `fraction` trains on (all of them at 1)."""
+    if fraction == 1:
+        return torch.arange(len(labels), device=labels.device)
+    return balanced_subset(labels.cpu(), fraction, torch.Generator().manual_seed(seed)).to(labels.device)
+
+
+def build_alternet(preset: AlterNetPreset, image_size: int, channels: int, n_classes: int) -> AlterNet:
+    return AlterNet(image_size=image_size, channels=channels, n_classes=n_classes, widths=list(preset.widths),
+                    blocks=list(preset.blocks), attention=list(preset.attention), heads=preset.heads)
+
+
+def run_trainings(cfg: PKTrainParams, real: RealTrainParams, images: ImagesParams, data: LoadedImages,
+                  device: torch.device, models: Path, resume: Resume) -> list[tuple]:
+    """Every training of pk_train, each seed saved as a checkpoint under `models` and resumable from
+    `resume`; with train_real's full-data ViT and CNN measured first. Rows of `COLUMNS`."""
+    x, y = data.x, data.y
+    runs = []
+
+    def record(name: str, fraction: float, seed: int, model: nn.Module, index: torch.Tensor) -> None:
+        train = evaluate(model, x["train"][index], y["train"][index])
+        test = evaluate(model, x["test"], y["test"])
+        runs.append((name, fraction, seed, train["loss"], 1 - train["accuracy"], test["loss"], 1 - test["accuracy"]))
+
+    everything = torch.arange(len(y["train"]), device=device)
+    for name in FULL_DATA_MODELS:
+        for seed in range(real.seeds):
+            record(name, 1.0, seed, load_checkpoint(full_data_checkpoints(name) / seed_folder(seed), device.type),
+                   everything)
+    presets = {"vit": real.models.vit, "cnn": real.models.cnn, "cnn_baseline": cfg.cnn_baseline,
+               "vit_gap": replace(real.models.vit, pool="gap")}
+    shape = (data.image_size, data.channels, data.n_classes)
+    builders = {name: partial(build_model, preset, *shape) for name, preset in presets.items()}
+    builders["alternet"] = partial(build_alternet, cfg.alternet, *shape)
+
+    def steps(n: int) -> int:
+        return math.ceil(n / real.batch_size)
+
+    jobs = [(name, fraction, real.seeds) for fraction in cfg.fractions for name in FULL_DATA_MODELS]
+    jobs += [(name, fraction, cfg.alternet_seeds) for fraction in (*cfg.fractions, 1.0)
+             for name in ("alternet", "cnn_baseline")]
+    jobs += [("vit_gap", 1.0, real.seeds)]
+    plan, tasks = [], []
+    for name, fraction, seeds in jobs:
+        folder = name if fraction == 1 else fraction_folder(name, fraction)
+        index = fraction_index(y["train"], fraction, images.seed)
+        # as many optimiser steps as all the data gets: a small fraction must not stop short of converging
+        epochs = math.ceil(real.epochs * steps(len(everything)) / steps(len(index)))
+        for seed in range(seeds):
+            plan.append((name, fraction, folder, index, epochs, seed))
+            tasks.append(FitTask(builders[name], real, x["train"][index].cpu(), y["train"][index].cpu(), epochs, seed,
+                                 {}, state=(resume.folder, f"{folder}_{seed_folder(seed)}"),
+                                 desc=f"{folder} seed {seed}"))
+    for (name, fraction, folder, index, epochs, seed), result in zip(plan, run_tasks(tasks, device)):
+        model = builders[name]()
+        model.load_state_dict(result.weights)
+        model = model.to(device).eval()
+        record(name, fraction, seed, model, index)
+        save_checkpoint(models / folder / seed_folder(seed), model.cpu(), {
+            "stage": "pk_train", "model": name, "fraction": fraction, "seed": seed, "epochs": epochs,
+            "train": asdict(real), "data": asdict(images), "device": device.type})
+    return runs
+
+
+def training_summary(runs: Sequence[Sequence]) -> dict[str, float]:
+    """pk_train's metrics from its runs (rows in the order of `COLUMNS`): mean training and
+    test error and loss over seeds of each model and data fraction, keyed `<model>_<fraction>_<quantity>`."""
+    summary = {}
+    for name, fraction in sorted({(r[0], r[1]) for r in runs}):
+        rows = [r for r in runs if (r[0], r[1]) == (name, fraction)]
+        key = f"{name}_{fraction:g}"
+        summary |= {f"{key}_train_error": statistics.mean(r[4] for r in rows),
+                    f"{key}_test_error": statistics.mean(r[6] for r in rows),
+                    f"{key}_train_loss": statistics.mean(r[3] for r in rows),
+                    f"{key}_test_loss": statistics.mean(r[5] for r in rows)}
+    return summary
