@@ -7,15 +7,17 @@ torch when first used.
 
 Importing it also pins the CPU kernels torch uses, before torch loads, so that a run gives the same
 bytes on any x86-64 machine with AVX2 and the same number of cores: ATen's vectorised kernels and
-oneDNN's convolutions at AVX2, and MKL in its conditional-numerical-reproducibility mode for AVX2.
-Without it, AVX-512 and AVX2 machines train to different weights (the README's reproducibility
-section). A setting already in the environment is left as it is.
+oneDNN's convolutions at AVX2, MKL in its conditional-numerical-reproducibility mode for AVX2, and
+the OpenBLAS under numpy and scipy at its Haswell (AVX2) kernels. Without it, AVX-512 and AVX2
+machines train to different weights, and numpy's fits and scipy's eigensolver differ in the last
+digits (the README's reproducibility section). A setting already in the environment is left as it is.
 """
 
 import os
 import platform
 
-CPU_NUMERICS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+CPU_NUMERICS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+                "OPENBLAS_CORETYPE": "Haswell"}
 if platform.machine().lower() in ("x86_64", "amd64"):
     for _name, _value in CPU_NUMERICS.items():
         os.environ.setdefault(_name, _value)
