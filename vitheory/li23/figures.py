@@ -47,8 +47,8 @@ def training_curves_figure(history: pd.DataFrame) -> plt.Figure:
     """Hinge loss and 0-1 error against SGD step, train and test."""
     curves = history[history.metric.isin(["loss", "error_rate"])]
     grid = sns.relplot(data=curves, x="step", y="value", hue="split", col="metric",
-                       col_order=["loss", "error_rate"], kind="line", height=3.2, aspect=1.2,
-                       facet_kws={"sharey": False})
+                       col_order=["loss", "error_rate"], kind="line", errorbar=("pi", 100), height=3.2, aspect=1.2,
+                       facet_kws={"sharey": False})  # band: seeds' range; the default bootstrap draws unseeded
     grid.set_axis_labels("SGD step", "")
     grid.set_titles("{col_name}")
     grid.axes[0][0].set_ylabel("hinge loss / 0-1 error")
