@@ -12,6 +12,7 @@ from vitheory.core.device import resolve_device
 from vitheory.core.history import live_run
 from vitheory.core.paths import artifact, run_name, runs
 from vitheory.core.resume import Resume, fingerprint
+from vitheory.images.structure import structure_scores
 from vitheory.images.training import accuracy_summary, build_model, load_images, pixel_permutation, train_seeds
 from vitheory.params import Params
 
@@ -30,6 +31,8 @@ def main(params: Params, args: argparse.Namespace) -> None:
     with live_run(artifact("real_live") / run) as live:
         trained = train_seeds(build, cfg, data, permutation=permutation, resume=resume, live=live, device=device,
                               desc=f"{args.model} {args.pixels}")
+    for model, record in trained:
+        record |= structure_scores(model, record["seed"], data.x["train"].cpu(), permutation)
     with atomic_path(artifact("real_models") / run) as models:
         models.mkdir()
         for model, record in trained:

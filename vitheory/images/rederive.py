@@ -1,5 +1,6 @@
 """train_real's summaries re-derived from its checkpoints, for `python -m vitheory.verify`: every
-checkpoint evaluated again on the test images (JSL-5, JSL-6), and each summary from its runs."""
+checkpoint evaluated again on the test images (JSL-5, JSL-6), each ViT's structure scores computed
+again from its positional encodings (JSL-5), and each summary from its runs."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from vitheory.core.artifacts import read_json
 from vitheory.core.checkpoint import checkpoint_metadata, load_checkpoint
 from vitheory.core.paths import artifact, run_name, runs
 from vitheory.core.rederive import agrees, differs, same
+from vitheory.images.structure import structure_scores
 from vitheory.images.training import accuracy_summary, evaluate, load_images, permute_pixels
 
 
 def train_real(root: Path) -> list[str]:
-    test = load_images(root / artifact("images"), ("test",), torch.device("cpu"))
+    images = load_images(root / artifact("images"), ("train", "test"), torch.device("cpu"))
     problems = []
     for model_name in runs("real_models"):
         for pixels in runs("real_pixels"):
@@ -24,11 +26,16 @@ def train_real(root: Path) -> list[str]:
             for key, run in sorted(stored["runs"].items()):
                 folder = root / artifact("real_models") / run_name(model_name, pixels) / key
                 permutation = checkpoint_metadata(folder)["permutation"]
-                x = permute_pixels(test.x["test"], None if permutation is None else torch.tensor(permutation))
-                accuracy = evaluate(load_checkpoint(folder), x, test.y["test"])["accuracy"]
+                permutation = None if permutation is None else torch.tensor(permutation)
+                model = load_checkpoint(folder)
+                accuracy = evaluate(model, permute_pixels(images.x["test"], permutation), images.y["test"])["accuracy"]
                 if not same(accuracy, run["test_accuracy"]):
                     problems += differs(path, f"{key}'s test accuracy {run['test_accuracy']:.4f} differs from its "
                                               f"checkpoint's, {accuracy:.4f}")
+                for name, score in structure_scores(model, run["seed"], images.x["train"], permutation).items():
+                    if not same(score, run.get(name)):
+                        problems += differs(path, f"{key}'s {name} {run.get(name)} differs from its checkpoint's, "
+                                                  f"{score:.4f}")
             accuracies = [run["test_accuracy"] for _, run in sorted(stored["runs"].items())]
             problems += agrees(accuracy_summary(accuracies), stored, path, "the summary differs from its runs")
     return problems

@@ -17,7 +17,8 @@ from vitheory.core.artifacts import read_json, read_tensors
 from vitheory.core.checkpoint import checkpoint_metadata, load_checkpoint, seed_folder
 from vitheory.core.figures import read_frame, save_figure
 from vitheory.core.paths import artifact, run_name, runs
-from vitheory.images.training import patch_order
+from vitheory.images.structure import token_correlation
+from vitheory.images.training import load_images, patch_order, permute_pixels
 from vitheory.jsl22.data import cosine_similarity
 from vitheory.jsl22.training import TRANSFER_COLUMNS
 
@@ -38,16 +39,19 @@ def _mosaic(gram: np.ndarray, threshold: float) -> np.ndarray:
     return mosaic
 
 
-def similarity_maps_figure(panels: list[tuple[str, np.ndarray]], threshold: float, title: str) -> plt.Figure:
+def similarity_maps_figure(panels: list[tuple[str, np.ndarray]], threshold: float, title: str,
+                           label: str = "cos(p_i, p_j)", columns: int | None = None) -> plt.Figure:
     """Positional-encoding similarity maps side by side, as in [JSL22] Figure 1: the tile at each grid
     position shows that patch's cosine similarity to every patch."""
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 5.4), layout="constrained", squeeze=False)
-    for ax, (panel_title, gram) in zip(axes[0], panels):
+    columns = columns or len(panels)
+    rows = math.ceil(len(panels) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(5.5 * columns, 5.4 * rows), layout="constrained", squeeze=False)
+    for ax, (panel_title, gram) in zip(axes.flat, panels):
         image = ax.imshow(_mosaic(gram, threshold), cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
         ax.set(title=panel_title, xticks=[], yticks=[])
         ax.grid(False)
     blanked = f", below {threshold:g} shown as 0" if threshold > -1 else ""
-    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label=f"cos(p_i, p_j){blanked}")
+    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label=f"{label}{blanked}")
     fig.suptitle(title)
     return fig
 
@@ -106,20 +110,28 @@ def real_accuracy_figure(runs: pd.DataFrame) -> plt.Figure:
 
 
 def real_position_maps() -> list[tuple[str, np.ndarray]]:
-    """Cosine similarity of the patch encodings of the natural-image ViT and of the permuted-image
-    ViT (seed 0), the latter put back in the natural patch order when its permutation moved whole patches."""
-    folders = {pixels: artifact("real_models") / run_name("vit", pixels) / seed_folder(0) for pixels in ("natural", "permuted")}
-    models = {pixels: load_checkpoint(folder) for pixels, folder in folders.items()}
-    maps = [("natural images", cosine_similarity(models["natural"].P[-models["natural"].n_patches:]))]
-    model = models["permuted"]
-    encodings = model.P[-model.n_patches:]
-    permutation = torch.tensor(checkpoint_metadata(folders["permuted"])["permutation"])
-    source = patch_order(permutation, model.config["image_size"], model.patch)
-    if source is None:
-        return maps + [("permuted images (as seen: the permutation splits patches)", cosine_similarity(encodings))]
-    restored = torch.empty_like(encodings)
-    restored[source] = encodings  # token i of a permuted image shows natural patch source[i]
-    return maps + [("permuted images, put back in natural order", cosine_similarity(restored))]
+    """For the natural-image and the permuted-image ViT (seed 0): the cosine similarity of its patch
+    encodings, and beside it the mean |correlation| between the tokens' pixels in the training images
+    it saw, the structure there was to learn (JSL-5's structure score compares the two). Tokens of the
+    permuted images are put back in natural order when the permutation moved whole patches."""
+    train = load_images(artifact("images"), ("train",), torch.device("cpu")).x["train"]
+    maps = []
+    for pixels in runs("real_pixels"):
+        folder = artifact("real_models") / run_name("vit", pixels) / seed_folder(0)
+        model = load_checkpoint(folder)
+        permutation = checkpoint_metadata(folder)["permutation"]
+        permutation = None if permutation is None else torch.tensor(permutation)
+        encodings = model.P[-model.n_patches:].detach()
+        correlation = torch.tensor(token_correlation(permute_pixels(train, permutation), model.patch))
+        source = None if permutation is None else patch_order(permutation, model.config["image_size"], model.patch)
+        seen = "" if permutation is None else (" (as seen: the permutation splits patches)" if source is None else
+                                                " (put back in natural order)")
+        if source is not None:  # token i of a permuted image shows natural patch source[i]
+            natural_order = source.argsort()
+            encodings, correlation = encodings[natural_order], correlation[natural_order][:, natural_order]
+        maps += [(f"{pixels} images{seen}: cos(p_i, p_j)", cosine_similarity(encodings)),
+                 (f"{pixels} images: pixel |corr| between tokens", correlation.numpy())]
+    return maps
 
 
 def real_runs() -> pd.DataFrame:
@@ -142,6 +154,6 @@ def render(dpi: int, association_threshold: float, target_error: float) -> None:
     chance = read_json(artifact("spatial_metrics"))["chance"]
     save_figure(spatial_training_figure(spatial_history, chance), SPATIAL_TRAINING, dpi)
     save_figure(real_accuracy_figure(real_runs()), REAL_ACCURACY, dpi)
-    save_figure(similarity_maps_figure(real_position_maps(), -1.0, "ViT positional encodings on real images (seed 0)"),
-                POSITIONAL_MAPS, dpi)
+    save_figure(similarity_maps_figure(real_position_maps(), -1.0, "ViT positional encodings on real images (seed 0)",
+                                       "cos(p_i, p_j); right: mean |corr|", columns=2), POSITIONAL_MAPS, dpi)
     save_figure(transfer_figure(read_frame(artifact("transfer_runs"), TRANSFER_COLUMNS), target_error), TRANSFER, dpi)
