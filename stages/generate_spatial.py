@@ -1,7 +1,9 @@
-"""Stage `generate_spatial`: the [JSL22] spatially structured data and its negative control, each a
-folder of train/test splits, the structure (sets and feature, or the teacher's filters) and metadata."""
+"""Stage `generate_spatial`: the [JSL22] spatially structured data, the same data model on the variant
+partition, and the negative control, each a folder of train/test splits, the structure (sets and
+feature, or the teacher's filters) and metadata."""
 
 import argparse
+from dataclasses import replace
 
 from vitheory.core.cli import run_stage
 from vitheory.core.paths import artifact
@@ -10,7 +12,9 @@ from vitheory.params import Params
 
 
 def main(params: Params, args: argparse.Namespace) -> None:
-    data.write(params.generate.spatial, artifact("spatial_data"))
+    cfg = params.generate.spatial
+    data.write(cfg, artifact("spatial_data"))
+    data.write(replace(cfg, partition=cfg.variant_partition), artifact("spatial_variant_data"))
     data.write_control(params.generate.spatial_control, artifact("spatial_control_data"))
 
 

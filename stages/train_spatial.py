@@ -1,8 +1,10 @@
 """Stage `train_spatial`: the positional-attention ViT over seeds on the [JSL22] data, each other score
-form as an ablation, and the generalized linear model (claims JSL-1, JSL-2)."""
+form as an ablation, and the generalized linear model (claims JSL-1, JSL-2); the ViT and the linear
+model once more on the variant partition's data (their second setting)."""
 
 import argparse
 from dataclasses import asdict
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -14,24 +16,36 @@ from vitheory.core.device import resolve_device
 from vitheory.core.history import live_run, write_histories
 from vitheory.core.paths import artifact
 from vitheory.jsl22.data import SPLIT_TENSORS, chance_association, cosine_similarity
-from vitheory.jsl22.training import best_linear_error, member_folder, summarize, train_spatial
+from vitheory.jsl22.training import (
+    VARIANT_FOLDER,
+    best_linear_error,
+    member_folder,
+    summarize,
+    train_glm,
+    train_positional,
+    train_spatial,
+)
 from vitheory.params import Params
 
 
 def main(params: Params, args: argparse.Namespace) -> None:
     cfg, data_cfg = params.spatial, params.generate.spatial
-    split = {name: read_split(artifact("spatial_data"), name, SPLIT_TENSORS) for name in ("train", "test")}
-    train, test = ((split[s]["X"], split[s]["y"]) for s in ("train", "test"))
-    structure = read_split(artifact("spatial_data"), "structure", ("sets", "w_star"))
+    train, test, structure = _read(artifact("spatial_data"))
+    variant_train, variant_test, variant_structure = _read(artifact("spatial_variant_data"))
     device = resolve_device(params.train.device)
     with live_run(artifact("spatial_live")) as live:
         vit, ablation, glm, histories = train_spatial(cfg, train, test, structure["sets"], device, live)
+    variant_vit = train_positional(cfg.vit, cfg, variant_train, variant_test, variant_structure["sets"], device,
+                                   data_label=f", {data_cfg.variant_partition} partition")
+    variant_glm = train_glm(cfg.glm, cfg.seeds, "spatial", variant_train, variant_test, device)
     with atomic_path(artifact("spatial_models")) as tmp:
         tmp.mkdir()
         meta = {"stage": "train_spatial", "spatial": asdict(cfg), "data": asdict(data_cfg), "device": device.type}
         for seed in range(cfg.seeds):
             save_checkpoint(tmp / member_folder("vit", seed), vit.models[seed], meta | {"seed": seed})
             save_checkpoint(tmp / member_folder("glm", seed), glm.models[seed], meta | {"seed": seed})
+            save_checkpoint(tmp / VARIANT_FOLDER / member_folder("vit", seed), variant_vit.models[seed],
+                            meta | {"seed": seed, "partition": data_cfg.variant_partition})
         write_tensors(tmp / artifact("spatial_gram").relative_to(artifact("spatial_models")), {
             "initial": torch.tensor(np.stack([cosine_similarity(m.P) for m in vit.initial])),
             "final": torch.tensor(np.stack([cosine_similarity(m.P) for m in vit.models])),
@@ -48,9 +62,24 @@ def main(params: Params, args: argparse.Namespace) -> None:
         "glm": summarize(glm.metrics),
         "best_linear_error": best_linear_error(*test, structure["w_star"]),
         "ablation": {form: summarize(trained.metrics) for form, trained in ablation.items()},
+        "variant": {
+            "partition": data_cfg.variant_partition,
+            "vit": {"initial": summarize(variant_vit.initial_metrics), "final": summarize(variant_vit.metrics)},
+            "best_linear_error": best_linear_error(*variant_test, variant_structure["w_star"]),
+            "runs": {"vit": {"initial": variant_vit.initial_metrics, "final": variant_vit.metrics},
+                     "glm": variant_glm.metrics},
+        },
         "runs": {"glm": glm.metrics, **{name: {"initial": trained.initial_metrics, "final": trained.metrics}
                                         for name, trained in {"vit": vit, **ablation}.items()}},
     })
+
+
+def _read(folder: Path) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor],
+                                  dict[str, torch.Tensor]]:
+    """A data folder's (train (X, y), test (X, y), structure)."""
+    split = {name: read_split(folder, name, SPLIT_TENSORS) for name in ("train", "test")}
+    train, test = ((split[s]["X"], split[s]["y"]) for s in ("train", "test"))
+    return train, test, read_split(folder, "structure", ("sets", "w_star"))
 
 
 if __name__ == "__main__":

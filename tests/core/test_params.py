@@ -76,11 +76,12 @@ BAD_VALUES = [
     ("generate.spatial.n_patches", 1, ">= 2"),
     ("generate.spatial.dim", 1, ">= 2"),
     ("generate.spatial.partition", "stripes", "one of blocks, random"),
+    ("generate.spatial.variant_partition", "blocks", "the partition other than 'blocks'"),
     ("generate.spatial_control.set_size", 3, "a divisor of n_patches (16)"),
     ("spatial.vit.score_form", "dot", "one of ppt, qk, free"),
     ("spatial.ablation", ["ppt"], "other than vit.score_form"),
     ("spatial.ablation", "qk", "a non-empty list of values, each one of ppt, qk, free"),
-    ("spatial.ablation_lr_mixing", [2.0], "one rate per ablation form (2)"),
+    ("spatial.ablation_lr_mixing", [2.0, 50.0], "one rate per ablation form (1)"),
     ("spatial.lr_mixing", 0.0, "> 0"),
     ("control.vit.width", 0, ">= 1"),
     ("transfer.n_train", [16, 4096], "<= generate.spatial.n_train (2048)"),
@@ -157,10 +158,18 @@ def test_command_line_check_exits_2_with_one_line(tmp_path):
     assert "generate.li_tokens.alpha_star = 2.0" in run.stderr
 
 
-def test_a_random_partition_needs_no_square_grid():
+def test_a_random_partition_needs_no_square_grid_and_the_variant_is_the_other_partition():
     raw = with_value("generate.spatial.n_patches", 12)
     raw["generate"]["spatial"]["partition"] = "random"
-    assert parse_params(raw).generate.spatial.n_patches == 12
+    raw["generate"]["spatial"]["variant_partition"] = "blocks"
+    with pytest.raises(ParamsError, match="variant_partition = 'blocks'.*random: blocks need a square grid"):
+        parse_params(raw)
+    raw["generate"]["spatial"]["n_patches"] = 16
+    assert parse_params(raw).generate.spatial.variant_partition == "blocks"
+    raw["generate"]["spatial"]["n_patches"] = 12
+    raw["generate"]["spatial"]["variant_partition"] = "random"
+    with pytest.raises(ParamsError, match="variant_partition = 'random'.*the partition other than 'random'"):
+        parse_params(raw)
 
 
 def test_a_preset_is_validated_before_params_yaml_is_rewritten(tmp_path):

@@ -1,4 +1,5 @@
-"""[JSL22] checks read the run's own score form and each ablation form from the stored metrics."""
+"""[JSL22] checks read the run's own score form, each ablation form and the variant partition from the
+stored metrics."""
 
 import pytest
 
@@ -17,19 +18,26 @@ def _runs(error, exact):
 
 def _plant(root, ablation):
     runs = {"vit": _runs(0.02, 0.95), "glm": [{"error_rate": 0.16}] * 3} | ablation
+    variant = {"runs": {"vit": _runs(0.04, 0.7), "glm": [{"error_rate": 0.2}] * 3}, "best_linear_error": 0.13}
     write_json(root / artifact("spatial_metrics"), {
-        "runs": runs, "score_form": "ppt", "best_linear_error": 0.14, "chance": {"exact": 0.0, "overlap": 0.28}})
+        "runs": runs, "score_form": "ppt", "best_linear_error": 0.14, "chance": {"exact": 0.0, "overlap": 0.28},
+        "variant": variant})
 
 
 def test_the_runs_own_form_and_the_qk_variant_are_measured_from_their_own_runs(tmp_path):
     _plant(tmp_path, {"qk": _runs(0.30, 0.2)})
     jsl1 = CLAIMS["JSL-1"]
     assert jsl1.measure(tmp_path)["vit_test_error"] == pytest.approx(0.02)
-    (qk,) = jsl1.variants
+    qk, partition = jsl1.variants
     assert jsl1.statistics(qk.samples(tmp_path))["vit_test_error"] == pytest.approx(0.30)
+    # the variant partition: its own ViT, linear model and best linear error
+    variant = jsl1.statistics(partition.samples(tmp_path))
+    assert (variant["vit_test_error"], variant["glm_test_error"], variant["best_linear_test_error"]) == \
+        pytest.approx((0.04, 0.2, 0.13))
     jsl2 = CLAIMS["JSL-2"]
     assert jsl2.measure(tmp_path)["final_exact"] == pytest.approx(0.95)
     assert jsl2.statistics(jsl2.variants[0].samples(tmp_path))["final_exact"] == pytest.approx(0.2)
+    assert jsl2.statistics(jsl2.variants[1].samples(tmp_path))["final_exact"] == pytest.approx(0.7)
 
 
 def test_a_variant_whose_form_was_not_trained_names_the_params_to_add_it(tmp_path):

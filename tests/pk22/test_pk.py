@@ -7,11 +7,19 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from scipy.sparse.linalg import aslinearoperator
 from torch.func import functional_call
 
 from vitheory.images.models import SmallResNet, SmallViT
 from vitheory.pk22.feature_maps import change_by_kind, high_frequency_delta, spatial_variance
-from vitheory.pk22.hessian import extreme_eigenvalues, hessian_operator, nll_and_l2, top_eigenvalues
+from vitheory.pk22.hessian import (
+    density_nodes,
+    extreme_eigenvalues,
+    hessian_operator,
+    negative_curvature_share,
+    nll_and_l2,
+    top_eigenvalues,
+)
 from vitheory.pk22.lesion import lesions, lesion_rows
 from vitheory.pk22.models import AlterNet
 from vitheory.pk22.noise import band_noise
@@ -51,6 +59,31 @@ def test_top_eigenvalues_match_a_dense_eigendecomposition(build):
     # the L2 term of weight decay wd adds wd to every eigenvalue
     shifted = extreme_eigenvalues(hessian_operator(model, nll_and_l2(0.3), x, y), seed=0, tol=1e-8)
     assert np.allclose(shifted, (dense[0] + 0.3, dense[-1] + 0.3), rtol=1e-4, atol=1e-8)
+
+
+def test_spectral_density_agrees_with_a_dense_eigendecomposition():
+    torch.manual_seed(0)
+    model = SmallViT(image_size=4, channels=1, n_classes=3, patch=2, depth=1, heads=1, width=4, mlp_ratio=1,
+                     attention="vanilla", pool="cls").double().eval()
+    x, y = torch.randn(6, 1, 4, 4, dtype=torch.float64), torch.tensor([0, 1, 2, 0, 1, 2])
+    dense = dense_hessian(model, x, y)
+    eigenvalues = np.linalg.eigvalsh(dense)
+    operator = aslinearoperator(dense)  # the operator itself is checked above; this is about the quadrature
+    size = operator.shape[0]
+    # as many steps as dimensions: the nodes are the eigenvalues (those the probe reaches)
+    nodes, weights = density_nodes(operator, size, seed=0)
+    assert weights.sum() == pytest.approx(1.0)
+    assert np.allclose(nodes[weights > 1e-8][[0, -1]], eigenvalues[[0, -1]], rtol=1e-6, atol=1e-9)
+    # few steps, many probes: the quadrature estimates tr f(H) / n for f = x^2 and the negative share
+    units = [density_nodes(operator, 12, seed) for seed in range(200)]
+    second_moment = np.mean([np.sum(w * n ** 2) for n, w in units])
+    assert second_moment == pytest.approx(np.mean(eigenvalues ** 2), rel=0.1)
+    exact_share = np.sum(eigenvalues[eigenvalues < 0] ** 2) / np.sum(eigenvalues ** 2)
+    assert 0.01 < exact_share < 0.99  # a spectrum with curvature of both signs
+    pooled = np.mean([np.sum(w * n ** 2 * (n < 0)) for n, w in units]) / second_moment
+    assert pooled == pytest.approx(exact_share, abs=0.05)
+    # a positive semi-definite Hessian has no negative share
+    assert negative_curvature_share(np.array([0.0, 1.0, 3.0]), np.array([0.5, 0.3, 0.2])) == 0.0
 
 
 def test_high_frequency_delta_reads_the_official_half_diagonal():

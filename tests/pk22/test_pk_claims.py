@@ -26,17 +26,21 @@ def test_pk7_compares_a_stages_closing_attention_block_with_the_blocks_before_it
     assert CLAIMS["PK-7"].criteria[0].holds(measured["end_of_stage_msa_minus_earlier_blocks"]) is holds
 
 
-def _hessian_unit(low, high):
-    return {"top": [high, -abs(low)], "min": low, "max": high}
+def _hessian_unit(low, high, share=0.1):
+    return {"top": [high, -abs(low)], "min": low, "max": high, "share": share}
 
 
 def test_pk2_reads_both_ends_of_the_spectrum_not_the_top_five_alone():
-    samples = {"vit": [_hessian_unit(-10, 40)] * 3, "cnn": [_hessian_unit(-0.5, 50)] * 3,
+    samples = {"vit": [_hessian_unit(-10, 40, 0.2)] * 3, "cnn": [_hessian_unit(-0.5, 50, 0.01)] * 3,
                "vit_small": [_hessian_unit(-20, 30)] * 3, "vit_gap": [_hessian_unit(-2, 40)] * 3}
     measured = CLAIMS["PK-2"].statistics(samples)
     assert measured["vit_negative_curvature"] == pytest.approx(10 / 40)
     assert measured["vit_minus_cnn_negative_curvature"] == pytest.approx(10 / 40 - 0.5 / 50)
+    assert measured["vit_minus_cnn_negative_curvature_share"] == pytest.approx(0.2 - 0.01)
     assert all(c.holds(measured[c.quantity]) for c in CLAIMS["PK-2"].criteria)
+    samples["cnn"] = [_hessian_unit(-0.5, 50, 0.3)] * 3  # the density finds more negative curvature in the CNN
+    measured = CLAIMS["PK-2"].statistics(samples)
+    assert not all(c.holds(measured[c.quantity]) for c in CLAIMS["PK-2"].criteria)
     assert CLAIMS["PK-8"].statistics(samples)["vit_over_cnn_lambda_max"] == pytest.approx(40 / 50)
 
 

@@ -233,7 +233,7 @@ def train_ensemble(ensemble: Ensemble, data: Stacked, seeds: Sequence[int], cfg:
             j = int((~finite).nonzero()[0])
             bad = int(live[j])
             rates = ", ".join(f"{(cfg.lr_keys or {}).get(group, group)} (now {lr})" for group, lr in cfg.lr.items())
-            raise TrainingDiverged(f"training loss became {loss[j].item()} at step {step} "
+            raise TrainingDiverged(f"{desc}: training loss became {loss[j].item()} at step {step} "
                                    f"(member {bad}, seed {seeds[bad]}): lower {rates}")
         for i in live[~finite].tolist():  # frozen where it diverged, reported in the outcome
             active[i], steps_run[i], diverged[i] = False, step - 1, True

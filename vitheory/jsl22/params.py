@@ -11,13 +11,13 @@ from typing import Literal
 from vitheory.core.config import FRACTION, NON_NEGATIVE, OPEN_FRACTION, POSITIVE, Section, Violation, at_least, knob
 
 
-def _partition_fits(n_patches: int, set_size: int, partition: str) -> Iterator[Violation]:
+def _partition_fits(n_patches: int, set_size: int, partition: str, key: str = "partition") -> Iterator[Violation]:
     if n_patches % set_size:
         yield "set_size", set_size, f"a divisor of n_patches ({n_patches})"
     elif partition == "blocks":
         side, block = math.isqrt(n_patches), math.isqrt(set_size)
         if side * side != n_patches:
-            yield "partition", partition, f"random: blocks need a square grid, n_patches = {n_patches} is not square"
+            yield key, partition, f"random: blocks need a square grid, n_patches = {n_patches} is not square"
         elif block * block != set_size or side % block:
             yield "set_size", set_size, (f"a square whose side divides the grid side ({side}) for partition = "
                                          f"blocks, or use partition = random")
@@ -31,6 +31,8 @@ class SpatialDataParams(Section):
     n_patches: int = knob(at_least(2))  # D, on a sqrt(D) x sqrt(D) grid
     set_size: int = knob(at_least(1))  # C
     partition: Literal["blocks", "random"] = knob()
+    # the partition of the second data setting (JSL-1, JSL-2 variants): the same data model otherwise
+    variant_partition: Literal["blocks", "random"] = knob()
     dim: int = knob(at_least(2))  # d
     q: float = knob(FRACTION)
     noise_scale: float = knob(NON_NEGATIVE)  # sigma^2 = noise_scale / d
@@ -39,6 +41,10 @@ class SpatialDataParams(Section):
 
     def relations(self) -> Iterator[Violation]:
         yield from _partition_fits(self.n_patches, self.set_size, self.partition)
+        if self.variant_partition == self.partition:
+            yield "variant_partition", self.variant_partition, f"the partition other than {self.partition!r}"
+        else:
+            yield from _partition_fits(self.n_patches, self.set_size, self.variant_partition, "variant_partition")
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """[JSL22] summaries re-derived from raw artifacts, for `python -m vitheory.verify`: JSL-1/2's medians
-from the logged series and the association again from the checkpoints, and transfer's samples needed
+from the logged series (the variant partition's from its runs) and the association again from the checkpoints, and transfer's samples needed
 from its runs. (JSL-3's control stage keeps no per-run table or checkpoint: its claim rests on its
 metrics file.)"""
 
@@ -14,7 +14,7 @@ from vitheory.core.checkpoint import load_checkpoint
 from vitheory.core.paths import artifact
 from vitheory.core.rederive import agrees, differs, same
 from vitheory.jsl22.data import association
-from vitheory.jsl22.training import TRANSFER_COLUMNS, member_folder, samples_needed, summarize
+from vitheory.jsl22.training import TRANSFER_COLUMNS, VARIANT_FOLDER, member_folder, samples_needed, summarize
 
 
 def spatial(root: Path) -> list[str]:
@@ -39,6 +39,22 @@ def spatial(root: Path) -> list[str]:
     if not same(statistics.median(exact), stored["vit"]["final"]["pos_exact_median"]):
         problems += differs(path, f"the association differs from that of the checkpoints in "
                                   f"{artifact('spatial_models') / 'vit'}")
+    return problems + _variant(root, stored)
+
+
+def _variant(root: Path, stored: dict) -> list[str]:
+    """The variant partition's summaries from its runs, and each seed's association from its checkpoint."""
+    path, variant = artifact("spatial_metrics"), stored["variant"]
+    runs = variant["runs"]["vit"]
+    problems = [] if same({moment: summarize(runs[moment]) for moment in ("initial", "final")}, variant["vit"]) \
+        else differs(path, "the variant partition's medians differ from its runs")
+    sets = read_split(root / artifact("spatial_variant_data"), "structure", ("sets",))["sets"]
+    folder = root / artifact("spatial_models") / VARIANT_FOLDER
+    for seed, run in enumerate(runs["final"]):
+        P = load_checkpoint(folder / member_folder("vit", seed)).P.detach()
+        if not same(association(P @ P.T, sets)["exact"], run["pos_exact"]):
+            problems += differs(path, f"the variant partition's association of seed {seed} differs from its "
+                                      f"checkpoint's in {folder}")
     return problems
 
 

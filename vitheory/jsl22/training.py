@@ -38,6 +38,9 @@ TRANSFER_COLUMNS = {"method": str, "n_train": int, "seed": int, "test_error": fl
 LogFn = Callable[[int, list[dict[str, float]]], None]
 
 
+VARIANT_FOLDER = Path("variant")  # inside train_spatial's models folder: the ViTs of the variant partition
+
+
 def member_folder(model: str, seed: int) -> Path:
     """Where train_spatial keeps one seed's checkpoint of `model` (vit, glm), inside its models folder."""
     return Path(model) / seed_folder(seed)
@@ -139,9 +142,10 @@ def glm_recipe(cfg: GLMParams, section: str) -> SGDConfig:
 
 
 def train_positional(spec: PositionalViTParams, cfg: SpatialTrainParams, train, test, sets: torch.Tensor,
-                     device: torch.device, on_log: LogFn | None = None, progress: bool = True) -> Trained:
+                     device: torch.device, on_log: LogFn | None = None, progress: bool = True,
+                     data_label: str = "") -> Trained:
     """The positional-attention ViT of score form `spec.score_form`, one per seed; an ablation form
-    trains at its own mixing rate."""
+    trains at its own mixing rate. `data_label` names a second data setting in progress and errors."""
     build = patch_builder(spec, train[0].shape[1], train[0].shape[2])
     sgd = positional_recipe(cfg)
     if spec.score_form != cfg.vit.score_form:
@@ -149,7 +153,7 @@ def train_positional(spec: PositionalViTParams, cfg: SpatialTrainParams, train, 
         sgd = positional_recipe(cfg, cfg.ablation_lr_mixing[index], f"spatial.ablation_lr_mixing[{index}]")
     return train_patch_models(build, range(cfg.seeds), train, test, sgd, device, sets=sets,
                               on_log=on_log, log_every=cfg.log_every, progress=progress,
-                              desc=f"positional ViT ({spec.score_form})")
+                              desc=f"positional ViT ({spec.score_form}{data_label})")
 
 
 def train_spatial(cfg: SpatialTrainParams, train, test, sets: torch.Tensor, device: torch.device, live: Any

@@ -15,7 +15,7 @@ from vitheory.core.figures import figure_path
 from vitheory.core.paths import artifact
 from vitheory.pk22 import feature_maps, figures, hessian, lesion, noise, trainings
 from vitheory.pk22.feature_maps import block_changes
-from vitheory.pk22.tables import table_path
+from vitheory.pk22.tables import density_units, table_path
 
 
 def _models_setting(params: Any) -> str:
@@ -39,7 +39,8 @@ def _pk2_regime(params: Any) -> str:
         f" {cfg.hessian_batches} training mini-batches of {cfg.hessian_batch_size} per model and seed, from the "
         f"model's own training images, shifted by up to {params.real.shift} px as in training; the loss is the "
         f"cross-entropy plus {params.real.weight_decay} / 2 x |theta|^2; top {cfg.hessian_top} eigenvalues by "
-        "magnitude and lambda_min, lambda_max per mini-batch.")
+        f"magnitude and lambda_min, lambda_max per mini-batch; its density from {cfg.hessian_density_steps} Lanczos "
+        "steps on one Rademacher probe per mini-batch.")
 
 
 def _feature_maps_regime(params: Any) -> str:
@@ -94,8 +95,8 @@ def _pk6_statistics(samples: Samples) -> Measured:
 
 
 def _hessian_samples(root: Path) -> Samples:
-    """Units: one (seed, mini-batch)'s top eigenvalues by magnitude and both ends of its spectrum, one
-    group per model."""
+    """Units: one (seed, mini-batch)'s top eigenvalues by magnitude, both ends of its spectrum and its
+    density's negative curvature share, one group per model."""
     found: dict[str, dict[tuple[int, int], dict[str, Any]]] = {}
     for model, seed, batch, which, _, eigenvalue in read_rows(root / table_path("hessian"), hessian.COLUMNS):
         unit = found.setdefault(model, {}).setdefault((seed, batch), {"top": []})
@@ -103,6 +104,10 @@ def _hessian_samples(root: Path) -> Samples:
             unit["top"].append(eigenvalue)
         else:
             unit[which] = eigenvalue
+    density = read_rows(root / table_path("density"), hessian.DENSITY_COLUMNS)
+    for model, units in found.items():
+        for key, (nodes, weights) in zip(sorted(units), density_units(density, model), strict=True):
+            units[key]["share"] = hessian.negative_curvature_share(nodes, weights)
     return {model: [unit for _, unit in sorted(units.items())] for model, units in found.items()}
 
 
@@ -120,12 +125,15 @@ def _pk2_statistics(samples: Samples) -> Measured:
         measured |= {f"{model}_nep": float((eigenvalues < 0).mean()),
                      f"{model}_ape": float(positive.mean()) if len(positive) else 0.0,
                      f"{model}_negative_curvature": _negative_curvature(samples[model]),
+                     f"{model}_negative_curvature_share": statistics.mean(unit["share"] for unit in samples[model]),
                      f"{model}_lambda_min": statistics.mean(unit["min"] for unit in samples[model])}
     curvature = {model: measured[f"{model}_negative_curvature"] for model in ("vit", "cnn", "vit_gap", "vit_small")}
     return measured | {"vit_minus_cnn_negative_curvature": curvature["vit"] - curvature["cnn"],
                        "small_data_minus_vit_negative_curvature": curvature["vit_small"] - curvature["vit"],
                        "gap_minus_vit_negative_curvature": curvature["vit_gap"] - curvature["vit"],
-                       "vit_nep_minus_cnn_nep": measured["vit_nep"] - measured["cnn_nep"]}
+                       "vit_nep_minus_cnn_nep": measured["vit_nep"] - measured["cnn_nep"],
+                       "vit_minus_cnn_negative_curvature_share":
+                           measured["vit_negative_curvature_share"] - measured["cnn_negative_curvature_share"]}
 
 
 def _pk8_statistics(samples: Samples) -> Measured:
@@ -227,9 +235,12 @@ PAPER = Paper(
             metric=("the Hessian of the training NLL + L2 on augmented mini-batches of each model's own training "
                     "images (Lanczos on Hessian-vector products): max(0, -lambda_min) / lambda_max per mini-batch, "
                     "mean over mini-batches and seeds, for the ViT, the CNN, the ViT on the smallest data fraction "
-                    "and the ViT with global average pooling; beside it the official NEP (share of negative among "
-                    "the top eigenvalues by magnitude), which rests on a handful of eigenvalues"),
+                    "and the ViT with global average pooling; the whole spectrum's share of squared curvature in "
+                    "negative directions, tr(H_-^2) / tr(H^2), from its density by stochastic Lanczos quadrature; "
+                    "beside them the official NEP (share of negative among the top eigenvalues by magnitude), "
+                    "which rests on a handful of eigenvalues"),
             criteria=(Criterion("vit_minus_cnn_negative_curvature", ">", 0.0),
+                      Criterion("vit_minus_cnn_negative_curvature_share", ">", 0.0),
                       Criterion("small_data_minus_vit_negative_curvature", ">", 0.0),
                       Criterion("gap_minus_vit_negative_curvature", "<", 0.0)),
             evidence=(figure_path(figures.HESSIAN), table_path("hessian"), artifact("pk_metrics")),

@@ -4,6 +4,7 @@ spectrum (PK-2), small data and AlterNet (PK-1, PK-6)."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import seaborn as sns
 
@@ -51,10 +52,19 @@ def pk_noise_figure(noise: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def pk_hessian_figure(hessian: pd.DataFrame) -> plt.Figure:
-    """[PK22] Fig. 1 style: the pooled top eigenvalues of the training-loss Hessian per model (left), and
-    both ends of each mini-batch's spectrum, lambda_min against lambda_max (right)."""
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.2), layout="constrained")
+def spectral_density(density: pd.DataFrame, grid: np.ndarray, width: float) -> np.ndarray:
+    """PyHessian's density: each node a Gaussian of standard deviation `width` and mass its weight, the
+    mean over (seed, mini-batch) units, evaluated on `grid`."""
+    bumps = np.exp(-0.5 * ((grid[None, :] - density.eigenvalue.to_numpy()[:, None]) / width) ** 2)
+    mass = density.weight.to_numpy()[:, None] * bumps / (width * np.sqrt(2 * np.pi))
+    return mass.sum(axis=0) / density.groupby(["seed", "batch"]).ngroups
+
+
+def pk_hessian_figure(hessian: pd.DataFrame, density: pd.DataFrame) -> plt.Figure:
+    """[PK22] Fig. 1 style: the pooled top eigenvalues of the training-loss Hessian per model (left),
+    both ends of each mini-batch's spectrum, lambda_min against lambda_max (middle), and the spectral
+    density by stochastic Lanczos quadrature (right)."""
+    fig, axes = plt.subplots(1, 3, figsize=(19, 4.2), layout="constrained")
     top = hessian[hessian.which == "top"]
     for model in dict.fromkeys(top.model):
         label, values = PK_MODELS[model], top[top.model == model].eigenvalue
@@ -71,6 +81,15 @@ def pk_hessian_figure(hessian: pd.DataFrame) -> plt.Figure:
     axes[1].axhline(0, color="grey", lw=1)
     axes[1].set(xscale="log", xlabel="lambda_max", ylabel="lambda_min",
                 title="Both ends of the spectrum, one dot per mini-batch and seed")
+    low, high = density.eigenvalue.min(), density.eigenvalue.max()
+    grid = np.linspace(low - 0.05 * (high - low), high + 0.05 * (high - low), 800)
+    for model in dict.fromkeys(density.model):
+        axes[2].plot(grid, spectral_density(density[density.model == model], grid, (high - low) / 200),
+                     label=PK_MODELS[model])
+    axes[2].axvline(0, color="grey", lw=1)
+    axes[2].set(yscale="log", ylim=(1e-6, None), xlabel="Hessian eigenvalue", ylabel="density",
+                title="Spectral density (stochastic Lanczos quadrature)")
+    axes[2].legend(fontsize="small")
     return fig
 
 
@@ -113,5 +132,5 @@ def render(dpi: int) -> None:
     save_figure(pk_features_figure(tables["profiles"]), FEATURES, dpi)
     save_figure(pk_noise_figure(tables["noise"]), NOISE, dpi)
     save_figure(pk_small_data_figure(read_frame(artifact("pk_train_runs"), trainings.COLUMNS)), SMALL_DATA, dpi)
-    save_figure(pk_hessian_figure(tables["hessian"]), HESSIAN, dpi)
+    save_figure(pk_hessian_figure(tables["hessian"], tables["density"]), HESSIAN, dpi)
     save_figure(pk_lesion_figure(tables["lesion"]), LESION, dpi)

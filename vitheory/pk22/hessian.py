@@ -1,4 +1,6 @@
-"""[PK22] PK-2, PK-8: the Hessian spectrum of the training loss, by Lanczos on Hessian-vector products."""
+"""[PK22] PK-2, PK-8: the Hessian spectrum of the training loss, by Lanczos on Hessian-vector products:
+its top eigenvalues by magnitude (the official NEP and APE), both ends, and its spectral density by
+stochastic Lanczos quadrature (PyHessian's method)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ from vitheory.images.training import augment
 from vitheory.pk22.params import PKParams
 
 COLUMNS = {"model": str, "seed": int, "batch": int, "which": str, "rank": int, "eigenvalue": float}
+# one Lanczos node of a mini-batch's density: sum over nodes of weight * f(eigenvalue) estimates tr f(H) / n
+DENSITY_COLUMNS = {"model": str, "seed": int, "batch": int, "node": int, "eigenvalue": float, "weight": float}
 
 
 def hessian_operator(model: nn.Module, loss_fn: Callable[..., torch.Tensor], x: torch.Tensor,
@@ -67,15 +71,46 @@ def extreme_eigenvalues(operator: LinearOperator, seed: int, tol: float) -> tupl
     return float(low), float(high)
 
 
+def density_nodes(operator: LinearOperator, steps: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stochastic Lanczos quadrature from one Rademacher probe v (|v| = 1): `steps` Lanczos steps with
+    full reorthogonalisation give a tridiagonal T; its eigenvalues are the nodes, the squared first
+    components of its eigenvectors their weights (they sum to 1), and sum_k weight_k f(node_k) = v^T f(H) v
+    estimates tr f(H) / n. Stops early, with fewer nodes, when the Krylov space is exhausted."""
+    size = operator.shape[0]
+    basis = np.zeros((min(steps, size), size))
+    basis[0] = np.random.default_rng(seed).choice([-1.0, 1.0], size) / np.sqrt(size)
+    alpha, beta = [], []
+    for j in range(len(basis)):
+        w = operator.matvec(basis[j])
+        alpha.append(float(w @ basis[j]))
+        w -= basis[:j + 1].T @ (basis[:j + 1] @ w)  # full reorthogonalisation: Ritz values without ghosts
+        w -= basis[:j + 1].T @ (basis[:j + 1] @ w)
+        norm = float(np.linalg.norm(w))
+        if j + 1 == len(basis) or norm <= 1e-10 * max(abs(a) for a in alpha):
+            break
+        beta.append(norm)
+        basis[j + 1] = w / norm
+    tridiagonal = np.diag(alpha) + np.diag(beta, 1) + np.diag(beta, -1)
+    nodes, vectors = np.linalg.eigh(tridiagonal)
+    return nodes, vectors[0] ** 2
+
+
+def negative_curvature_share(nodes: np.ndarray, weights: np.ndarray) -> float:
+    """tr(H_-^2) / tr(H^2) from density nodes: the share of the Hessian's squared curvature (its Frobenius
+    norm) in negative eigen-directions. Cutoff-free, and 0 exactly when H is positive semi-definite."""
+    energy = weights * nodes ** 2
+    return float(energy[nodes < 0].sum() / energy.sum())
+
+
 def hessian_rows(name: str, seed: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: PKParams,
-                 train: RealTrainParams) -> list[tuple]:
+                 train: RealTrainParams) -> tuple[list[tuple], list[tuple]]:
     """On `cfg.hessian_batches` mini-batches of the model's own training images (x, y), augmented as it
     trained (`train`'s shifts and flips), the Hessian of NLL + L2: its top eigenvalues by magnitude (the
-    official NEP and APE) and both ends of its spectrum, as rows of `COLUMNS`. The batches are the
-    same for every seed of a model."""
+    official NEP and APE) and both ends of its spectrum, as rows of `COLUMNS`, and its density nodes as
+    rows of `DENSITY_COLUMNS`. The batches are the same for every seed of a model."""
     order = torch.randperm(len(y), generator=torch.Generator().manual_seed(cfg.hessian_seed))
     augmentation = torch.Generator().manual_seed(cfg.hessian_seed)
-    rows = []
+    rows, density = [], []
     for batch in tqdm(range(cfg.hessian_batches), desc=f"Hessian {name} seed {seed}", mininterval=1.0):
         index = order[batch * cfg.hessian_batch_size:(batch + 1) * cfg.hessian_batch_size].to(x.device)
         images = augment(x[index], train.shift, train.hflip, augmentation)
@@ -84,4 +119,7 @@ def hessian_rows(name: str, seed: int, model: nn.Module, x: torch.Tensor, y: tor
         rows += [(name, seed, batch, "top", rank, float(value)) for rank, value in enumerate(top)]
         low, high = extreme_eigenvalues(operator, cfg.hessian_seed + batch, cfg.hessian_tol)
         rows += [(name, seed, batch, "min", 0, low), (name, seed, batch, "max", 0, high)]
-    return rows
+        nodes, weights = density_nodes(operator, cfg.hessian_density_steps, cfg.hessian_seed + batch)
+        density += [(name, seed, batch, k, float(node), float(weight))
+                    for k, (node, weight) in enumerate(zip(nodes, weights))]
+    return rows, density

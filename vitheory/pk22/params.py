@@ -23,6 +23,7 @@ class PKParams(Section):
     hessian_top: int = knob(at_least(1))  # eigenvalues of largest magnitude per batch
     hessian_tol: float = knob(POSITIVE)  # relative accuracy of the Lanczos eigenvalues
     hessian_seed: int = knob(NON_NEGATIVE)
+    hessian_density_steps: int = knob(at_least(2))  # Lanczos steps of the spectral density (its nodes)
 
 
 @dataclass(frozen=True)

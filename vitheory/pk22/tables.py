@@ -20,7 +20,7 @@ from vitheory.pk22.params import PKParams
 from vitheory.pk22.trainings import fraction_folder, fraction_index, full_data_checkpoints
 
 TABLES = {"profiles": feature_maps.COLUMNS, "noise": noise.COLUMNS, "hessian": hessian.COLUMNS,
-          "lesion": lesion.COLUMNS}
+          "lesion": lesion.COLUMNS, "density": hessian.DENSITY_COLUMNS}
 
 
 def table_path(name: str) -> Path:
@@ -53,18 +53,29 @@ def analyse(cfg: PKParams, train: RealTrainParams, smallest_fraction: float, alt
             if name in ("vit", "cnn"):
                 tables["noise"] += noise.noise_rows(name, seed, model, x_test, y_test, cfg)
             if name != "alternet":
-                tables["hessian"] += hessian.hessian_rows(name, seed, model, data.x["train"][own],
-                                                          data.y["train"][own], cfg, train)
+                eigenvalues, density = hessian.hessian_rows(name, seed, model, data.x["train"][own],
+                                                            data.y["train"][own], cfg, train)
+                tables["hessian"] += eigenvalues
+                tables["density"] += density
     return tables
 
 
+def density_units(density_rows: Sequence[Sequence], name: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Model `name`'s density nodes and weights, one pair of arrays per (seed, mini-batch)."""
+    units: dict[tuple[int, int], list[tuple[float, float]]] = {}
+    for model, seed, batch, _, node, weight in density_rows:
+        if model == name:
+            units.setdefault((seed, batch), []).append((node, weight))
+    return [tuple(np.array(column) for column in zip(*units[key])) for key in sorted(units)]
+
+
 def summarize(profiles: Sequence[Sequence], noise_rows: Sequence[Sequence], hessian_rows: Sequence[Sequence],
-              lesion_rows: Sequence[Sequence]) -> dict:
+              lesion_rows: Sequence[Sequence], density_rows: Sequence[Sequence]) -> dict:
     """pk_analysis's metrics from its tables (rows in the order of each module's `COLUMNS`). Mean change
     of the high-frequency delta and of the variance across the blocks of each kind, downsampling blocks
     left out (over seeds; ViT, CNN, AlterNet), the accuracy drop at the lowest and highest noise band (ViT, CNN), and
-    NEP, APE and both ends of the Hessian's spectrum (ViT, CNN, ViT with global average pooling, ViT on
-    the smallest data fraction), and the mean accuracy lost by removing each kind of branch (ViT,
+    NEP, APE, both ends of the Hessian's spectrum and the density's negative curvature share (ViT, CNN,
+    ViT with global average pooling, ViT on the smallest data fraction), and the mean accuracy lost by removing each kind of branch (ViT,
     AlterNet)."""
     summary = {}
     for name in ("vit", "cnn", "alternet"):
@@ -89,6 +100,8 @@ def summarize(profiles: Sequence[Sequence], noise_rows: Sequence[Sequence], hess
         summary[f"{name}_ape"] = float(eigenvalues[eigenvalues > 0].mean()) if (eigenvalues > 0).any() else 0.0
         for end in ("min", "max"):
             summary[f"{name}_lambda_{end}"] = float(np.mean([r[5] for r in hessian_rows if r[0] == name and r[3] == end]))
+        summary[f"{name}_negative_curvature_share"] = float(np.mean(
+            [hessian.negative_curvature_share(*unit) for unit in density_units(density_rows, name)]))
     for name in ("vit", "alternet"):
         for kind in sorted({r[3] for r in lesion_rows if r[0] == name}):
             summary[f"{name}_lesion_drop_{kind}"] = float(np.mean([r[6] for r in lesion_rows
