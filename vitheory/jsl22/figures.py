@@ -124,13 +124,12 @@ def real_position_maps() -> list[tuple[str, np.ndarray]]:
         encodings = model.P[-model.n_patches:].detach()
         correlation = torch.tensor(token_correlation(permute_pixels(train, permutation), model.patch))
         source = None if permutation is None else patch_order(permutation, model.config["image_size"], model.patch)
-        seen = "" if permutation is None else (" (as seen: the permutation splits patches)" if source is None else
-                                                " (put back in natural order)")
+        seen = "" if permutation is None else (" (as seen)" if source is None else " (natural order)")
         if source is not None:  # token i of a permuted image shows natural patch source[i]
             natural_order = source.argsort()
             encodings, correlation = encodings[natural_order], correlation[natural_order][:, natural_order]
         maps += [(f"{pixels} images{seen}: cos(p_i, p_j)", cosine_similarity(encodings)),
-                 (f"{pixels} images: pixel |corr| between tokens", correlation.numpy())]
+                 (f"{pixels} images: pixel |corr| of tokens", correlation.numpy())]
     return maps
 
 

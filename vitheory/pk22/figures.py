@@ -82,12 +82,14 @@ def pk_hessian_figure(hessian: pd.DataFrame, density: pd.DataFrame) -> plt.Figur
     axes[1].set(xscale="log", xlabel="lambda_max", ylabel="lambda_min",
                 title="Both ends of the spectrum, one dot per mini-batch and seed")
     low, high = density.eigenvalue.min(), density.eigenvalue.max()
-    grid = np.linspace(low - 0.05 * (high - low), high + 0.05 * (high - low), 800)
-    for model in dict.fromkeys(density.model):
-        axes[2].plot(grid, spectral_density(density[density.model == model], grid, (high - low) / 200),
-                     label=PK_MODELS[model])
+    grid = np.linspace(low - 0.05 * (high - low), high + 0.05 * (high - low), 4000)
+    curves = {model: spectral_density(density[density.model == model], grid, (high - low) / 1000)
+              for model in dict.fromkeys(density.model)}
+    for model, curve in curves.items():
+        axes[2].plot(grid, curve, label=PK_MODELS[model])
     axes[2].axvline(0, color="grey", lw=1)
-    axes[2].set(yscale="log", ylim=(1e-6, None), xlabel="Hessian eigenvalue", ylabel="density",
+    top = max(curve.max() for curve in curves.values())
+    axes[2].set(yscale="log", ylim=(1e-9, 3 * top), xlabel="Hessian eigenvalue", ylabel="density",
                 title="Spectral density (stochastic Lanczos quadrature)")
     axes[2].legend(fontsize="small")
     return fig
