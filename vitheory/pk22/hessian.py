@@ -83,8 +83,8 @@ def density_nodes(operator: LinearOperator, steps: int, seed: int) -> tuple[np.n
     for j in range(len(basis)):
         w = operator.matvec(basis[j])
         alpha.append(float(w @ basis[j]))
-        w -= basis[:j + 1].T @ (basis[:j + 1] @ w)  # full reorthogonalisation: Ritz values without ghosts
-        w -= basis[:j + 1].T @ (basis[:j + 1] @ w)
+        for _ in range(2):  # full reorthogonalisation, twice: Ritz values without ghosts, to rounding
+            w -= basis[:j + 1].T @ (basis[:j + 1] @ w)
         norm = float(np.linalg.norm(w))
         if j + 1 == len(basis) or norm <= 1e-10 * max(abs(a) for a in alpha):
             break
