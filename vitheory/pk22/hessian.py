@@ -11,7 +11,6 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from scipy.sparse.linalg import LinearOperator, eigsh
 from torch import nn
-from torch.func import functional_call, grad, jvp
 from tqdm import tqdm
 
 from vitheory.images.params import RealTrainParams
@@ -26,25 +25,25 @@ DENSITY_COLUMNS = {"model": str, "seed": int, "batch": int, "node": int, "eigenv
 def hessian_operator(model: nn.Module, loss_fn: Callable[..., torch.Tensor], x: torch.Tensor,
                      y: torch.Tensor) -> LinearOperator:
     """The Hessian of loss_fn(model(x), y, parameters) with respect to the trainable parameters, as a scipy
-    LinearOperator of Hessian-vector products (forward-over-reverse, torch.func). Buffers (BatchNorm
-    statistics) are held fixed; the model is evaluated in eval mode."""
+    LinearOperator of Hessian-vector products. Buffers (BatchNorm statistics) are held fixed; the model is
+    evaluated in eval mode."""
     model.eval()
-    names = [n for n, p in model.named_parameters() if p.requires_grad]
-    params = {n: p.detach() for n, p in model.named_parameters() if p.requires_grad}
-    buffers = dict(model.named_buffers())
-    shapes = [params[n].shape for n in names]
-    sizes = [params[n].numel() for n in names]
-
-    def loss(theta: dict[str, torch.Tensor]) -> torch.Tensor:
-        return loss_fn(functional_call(model, (theta, buffers), (x,)), y, theta)
-
-    gradient = grad(loss)
+    named = {n: p for n, p in model.named_parameters() if p.requires_grad}
+    params = list(named.values())
+    sizes = [p.numel() for p in params]
+    # The gradient's graph is built once and kept: each product is then one backward pass through it
+    # (reverse over reverse), measured 3x faster here than torch.func's forward over reverse, which
+    # rebuilt the gradient for every product.
+    with torch.enable_grad():
+        gradient = torch.autograd.grad(loss_fn(model(x), y, named), params, create_graph=True)
 
     def matvec(vector: np.ndarray) -> np.ndarray:
         chunks = torch.from_numpy(np.asarray(vector, dtype=np.float64).reshape(-1)).split(sizes)
-        tangent = {n: c.reshape(s).to(params[n]) for n, c, s in zip(names, chunks, shapes)}
-        _, hvp = jvp(gradient, (params,), (tangent,))
-        return torch.cat([hvp[n].reshape(-1) for n in names]).double().cpu().numpy()
+        tangent = [c.reshape(p.shape).to(p) for c, p in zip(chunks, params)]
+        with torch.enable_grad():
+            hvp = torch.autograd.grad(gradient, params, grad_outputs=tangent, retain_graph=True,
+                                      materialize_grads=True)
+        return torch.cat([h.reshape(-1) for h in hvp]).double().cpu().numpy()
 
     size = sum(sizes)
     return LinearOperator((size, size), matvec=matvec, dtype=np.float64)
