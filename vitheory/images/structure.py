@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from scipy.stats import spearmanr
 
 from vitheory.core.device import seeded
 from vitheory.images.models import patchify
@@ -37,6 +36,9 @@ def structure_score(encodings: torch.Tensor, correlation: np.ndarray) -> float:
     p = torch.nn.functional.normalize(encodings.detach().double(), dim=1)
     similarity = (p @ p.T).numpy()
     upper = np.triu_indices(len(similarity), k=1)
+    # imported here: scipy.stats takes a second to import, which every training worker process would pay
+    from scipy.stats import spearmanr  # noqa: PLC0415
+
     return float(spearmanr(similarity[upper], correlation[upper]).statistic)
 
 
