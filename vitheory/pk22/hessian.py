@@ -51,8 +51,16 @@ def hessian_operator(model: nn.Module, loss_fn: Callable[..., torch.Tensor], x: 
 
 def top_eigenvalues(operator: LinearOperator, k: int, seed: int, tol: float = 1e-6) -> np.ndarray:
     """The k eigenvalues of largest magnitude (Lanczos, scipy's eigsh), ascending."""
-    start = np.random.default_rng(seed).standard_normal(operator.shape[0])
-    return np.sort(eigsh(operator, k=k, which="LM", v0=start, tol=tol, return_eigenvectors=False))
+    return lanczos_eigenvalues(operator, k, "LM", seed, tol)
+
+
+def lanczos_eigenvalues(operator: LinearOperator, k: int, which: str, seed: int, tol: float) -> np.ndarray:
+    """k eigenvalues (scipy's eigsh, `which` as it takes it), ascending, from a start vector and restart
+    vectors drawn from `seed`: ARPACK asks for a fresh random vector when its Krylov space runs out, and
+    scipy draws it from the OS's entropy unless given a generator, so the run would not repeat."""
+    rng = np.random.default_rng(seed)
+    start = rng.standard_normal(operator.shape[0])
+    return np.sort(eigsh(operator, k=k, which=which, v0=start, tol=tol, rng=rng, return_eigenvectors=False))
 
 
 def nll_and_l2(weight_decay: float) -> Callable[..., torch.Tensor]:
@@ -65,8 +73,7 @@ def nll_and_l2(weight_decay: float) -> Callable[..., torch.Tensor]:
 
 def extreme_eigenvalues(operator: LinearOperator, seed: int, tol: float) -> tuple[float, float]:
     """(lambda_min, lambda_max): the two ends of the spectrum, whatever their magnitudes (Lanczos)."""
-    start = np.random.default_rng(seed).standard_normal(operator.shape[0])
-    low, high = np.sort(eigsh(operator, k=2, which="BE", v0=start, tol=tol, return_eigenvectors=False))
+    low, high = lanczos_eigenvalues(operator, 2, "BE", seed, tol)
     return float(low), float(high)
 
 
