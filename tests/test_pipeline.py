@@ -194,7 +194,8 @@ def test_every_checkpoint_rebuilds_in_a_fresh_interpreter(repo, tmp_path):
     extra = []
     for name in sorted(set(MODEL_CLASSES) - in_pipeline):  # built from the smallest config each accepts
         configs = {"TokenCNN": {"dim": 4, "width": 2, "kernel": 3, "conv_init_std": 1.0, "out_init_std": 0.3},
-                   "VanillaViT": {"n_patches": 4, "dim": 3, "width": 2, "pos_init_std": 1.0, "readout_init_std": 1.0}}
+                   "MultiHeadViT": {"n_patches": 4, "dim": 3, "width": 2, "heads": 2, "scores": "tokens",
+                                    "pos_init_std": 1.0, "readout_init_std": 1.0}}
         save_checkpoint(tmp_path / name, MODEL_CLASSES[name](**configs[name]), {})
         extra.append(tmp_path / name)
     script = ("import json, sys, vitheory\n"

@@ -12,7 +12,7 @@ from vitheory.core.device import seeded
 from vitheory.core.ensemble import Ensemble, SGDConfig, Stacked, train_ensemble
 from vitheory.core.errors import TrainingDiverged
 from vitheory.jsl22 import data as spatial
-from vitheory.jsl22.models import PatchGLM, PositionalViT, VanillaViT
+from vitheory.jsl22.models import MultiHeadViT, PatchGLM, PositionalViT
 from vitheory.jsl22.training import samples_needed, train_positional
 from vitheory.params import load_params
 
@@ -121,22 +121,53 @@ def test_positional_vit_is_the_papers_formula(form):
     assert torch.allclose(out, expected, atol=1e-5)
 
 
-def test_vanilla_vit_scores_depend_on_the_input():
+@pytest.mark.parametrize("scores", ["tokens", "positions"])
+def test_multi_head_vit_sums_its_heads_inside_the_cubic_units(scores):
     torch.manual_seed(0)
-    model = VanillaViT(n_patches=4, dim=3, width=2, pos_init_std=0.5, readout_init_std=1.0)
+    model = MultiHeadViT(n_patches=4, dim=3, width=2, heads=2, scores=scores, pos_init_std=0.5, readout_init_std=1.0)
     x = torch.randn(2, 4, 3)
     out, attn = model(x, return_attention=True)
-    z = x[0] + model.P
-    S = ((z @ model.W_Q) @ (z @ model.W_K).T / math.sqrt(3)).softmax(-1)
-    expected = sum(model.a[r] * (model.V[r] @ (S[i] @ x[0])) ** 3 for i in range(4) for r in range(2)) / 2
-    assert torch.allclose(attn[0], S) and not torch.allclose(attn[0], attn[1])
-    assert torch.allclose(out[0], expected, atol=1e-5)
+    for b in range(2):
+        z = x[b] + model.P if scores == "tokens" else model.P
+        S = [((z @ model.W_Q[h]) @ (z @ model.W_K[h]).T / math.sqrt(3)).softmax(-1) for h in range(2)]
+        expected = sum(model.a[r] * sum(model.V[h, r] @ (S[h][i] @ x[b]) for h in range(2)) ** 3
+                       for i in range(4) for r in range(2)) / 2
+        assert torch.allclose(out[b], expected, atol=1e-5)
+        assert torch.allclose(attn[b] if scores == "tokens" else attn, (S[0] + S[1]) / 2)
+    if scores == "tokens":  # the maps depend on the input
+        assert attn.shape == (2, 4, 4) and not torch.allclose(attn[0], attn[1])
+    else:  # one map for every input
+        assert attn.shape == (4, 4)
+
+
+def test_c_heads_represent_a_cnn_over_sets_that_one_head_cannot():
+    """The control's teacher, sum over sets of (sum_c <w_c, X_{S[c]}>)^3, written as a 2-head ViT on
+    positional scores: head h attends from each patch to the h-th patch of its set (one-hot P, large
+    scores) and V^h holds w_h. One head has one value map for both positions of a set."""
+    sets = torch.tensor([[0, 1], [2, 3]])
+    filters = torch.randn(1, 2, 4)
+    model = MultiHeadViT(n_patches=4, dim=4, width=1, heads=2, scores="positions", pos_init_std=0.1,
+                         readout_init_std=1.0)
+    with torch.no_grad():
+        model.P.copy_(torch.eye(4))
+        model.W_Q.copy_(torch.eye(4).expand(2, 4, 4))
+        for h in range(2):
+            target = torch.zeros(4, 4)
+            for members in sets:
+                target[members, members[h]] = 100.0  # every patch of the set attends to its h-th patch
+            model.W_K[h].copy_(target.T)
+        model.V.copy_(filters[0][:, None, :])
+        model.a.fill_(1 / 2)  # each set is counted once per patch of it (C = 2), and 1/m = 1
+    x = torch.randn(50, 4, 4)
+    assert torch.allclose(model(x), spatial.cnn_teacher(x, sets, filters), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("model", [
     PositionalViT(n_patches=4, dim=3, pos_dim=2, score_form="free", pos_init_std=0.3, readout_init_std=1.0),
     PositionalViT(n_patches=4, dim=3, pos_dim=2, score_form="qk", pos_init_std=0.3, readout_init_std=1.0),
-    VanillaViT(n_patches=4, dim=3, width=2, pos_init_std=0.3, readout_init_std=1.0),
+    MultiHeadViT(n_patches=4, dim=3, width=2, heads=2, scores="tokens", pos_init_std=0.3, readout_init_std=1.0),
+    MultiHeadViT(n_patches=4, dim=3, width=2, heads=2, scores="positions", pos_init_std=0.3,
+                 readout_init_std=1.0),
     PatchGLM(n_patches=4, dim=3, init_std=0.1),
 ])
 def test_checkpoints_rebuild_every_jsl_model(tmp_path, model):

@@ -44,11 +44,13 @@ def _jsl3_regime(params: Any) -> str:
     control_data, control = params.generate.spatial_control, params.control
     return (f"D = {control_data.n_patches} i.i.d. N(0, I) patches in d = {control_data.dim}, teacher of "
             f"{control_data.teacher_width} cubic filter(s), one per position in a set of "
-            f"{control_data.set_size}; vanilla ViT with m = {control.vit.width}, {control.seeds} seeds, "
-            f"{control.steps} gradient-descent steps, {control_data.n_train} training examples. A single-head "
-            "student applies one value map to every patch it mixes while the teacher's filter differs by "
-            "position in a set: it cannot represent the teacher, and the claim counts only once the student "
-            "fits its training labels (the condition).")
+            f"{control_data.set_size}; a one-layer ViT with {control.vit.heads} heads (scores from "
+            f"{'P alone' if control.vit.scores == 'positions' else 'X + P'}), m = {control.vit.width}, "
+            f"{control.seeds} seeds, {control.steps} full-batch {control.optimizer} steps, "
+            f"{control_data.n_train} training examples. A single-head student applies one value map to every "
+            "patch it mixes while the teacher's filter differs by position in a set: it cannot represent the "
+            "teacher; C heads can. The claim counts only once the student fits its training labels (the "
+            "condition).")
 
 
 def _jsl4_regime(params: Any) -> str:

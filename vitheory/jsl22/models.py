@@ -73,37 +73,52 @@ class PositionalViT(nn.Module):
 
 
 @register_model
-class VanillaViT(nn.Module):
-    """[JSL22] one-layer ViT with vanilla self-attention (the paper's Definition 3.1): scores from the
-    patches plus positional encodings, values from the patches, a readout of m cubic units.
+class MultiHeadViT(nn.Module):
+    """[JSL22] one-layer ViT with H attention heads and a readout of m cubic units. Each head's scores
+    come from the patches plus positional encodings (`scores="tokens"`, the vanilla self-attention of
+    the paper's Definition 3.1) or from the positional encodings alone (`scores="positions"`); values
+    come from the patches, through the head's own value map:
 
-        Z = X + P,  S = row-softmax((Z W_Q)(Z W_K)^T / sqrt(d)),
-        M(X) = (1/m) sum_i sum_r a_r sigma(<V_r, sum_j S_ij X_j>).
+        Z = X + P (tokens) or Z = P (positions),  S_h = row-softmax((Z W_Q^h)(Z W_K^h)^T / sqrt(d)),
+        M(X) = (1/m) sum_i sum_r a_r sigma(sum_h <V^h_r, sum_j S^h_ij X_j>).
+
+    One head applies one value map to every patch it mixes; with H >= C heads the model can represent
+    a CNN over sets of C patches whose filter differs by position in the set (head h gathers the h-th
+    patch of each set, V^h holds that position's filter).
 
     Args:
-        n_patches: D. dim: d. width: m hidden units.
-        pos_init_std: standard deviation of P's entries; W_Q and W_K start at the identity plus
-            noise of this scale.
-        readout_init_std: standard deviation of V's entries (a starts at N(0, 1)).
+        n_patches: D. dim: d. width: m hidden units. heads: H. scores: `tokens` or `positions`.
+        pos_init_std: standard deviation of P's entries; each W_Q^h and W_K^h starts at the identity
+            plus noise of this scale.
+        readout_init_std: standard deviation of the entries of V (a starts at N(0, 1)).
     """
 
-    def __init__(self, *, n_patches: int, dim: int, width: int, pos_init_std: float, readout_init_std: float):
+    def __init__(self, *, n_patches: int, dim: int, width: int, heads: int, scores: str, pos_init_std: float,
+                 readout_init_std: float):
         super().__init__()
-        self.config = {"n_patches": n_patches, "dim": dim, "width": width, "pos_init_std": pos_init_std,
-                       "readout_init_std": readout_init_std}
+        self.config = {"n_patches": n_patches, "dim": dim, "width": width, "heads": heads, "scores": scores,
+                       "pos_init_std": pos_init_std, "readout_init_std": readout_init_std}
+        self.scores = scores
         self.P = nn.Parameter(pos_init_std * torch.randn(n_patches, dim))
-        self.W_Q = nn.Parameter(torch.eye(dim) + pos_init_std * torch.randn(dim, dim))
-        self.W_K = nn.Parameter(torch.eye(dim) + pos_init_std * torch.randn(dim, dim))
-        self.V = nn.Parameter(readout_init_std * torch.randn(width, dim))
+        self.W_Q = nn.Parameter(torch.eye(dim) + pos_init_std * torch.randn(heads, dim, dim))
+        self.W_K = nn.Parameter(torch.eye(dim) + pos_init_std * torch.randn(heads, dim, dim))
+        self.V = nn.Parameter(readout_init_std * torch.randn(heads, width, dim))
         self.a = nn.Parameter(torch.randn(width))
 
     def forward(self, x: torch.Tensor, *, return_attention: bool = False):
-        """(B, D, d) patches -> (B,) outputs; with `return_attention`, also the (B, D, D) maps."""
-        z = x + self.P
-        attn = ((z @ self.W_Q) @ (z @ self.W_K).transpose(1, 2) * x.shape[-1] ** -0.5).softmax(dim=-1)
-        hidden = cubic(attn @ (x @ self.V.T))  # (B, D, m): sigma(<V_r, sum_j S_ij X_j>)
-        out = (hidden @ self.a).sum(dim=1) / self.V.shape[0]
-        return (out, attn) if return_attention else out
+        """(B, D, d) patches -> (B,) outputs; with `return_attention`, also the maps averaged over heads,
+        (B, D, D) from tokens, (D, D) from positions."""
+        batch, n_patches, _ = x.shape
+        z = (x + self.P).unsqueeze(1) if self.scores == "tokens" else self.P  # (B, 1, D, d) or (D, d)
+        attn = ((z @ self.W_Q) @ (z @ self.W_K).transpose(-1, -2) * x.shape[-1] ** -0.5).softmax(dim=-1)
+        # mixed (B, D, m): sum_h sum_j S^h_ij <V^h_r, X_j>
+        if self.scores == "tokens":
+            mixed = (attn @ torch.einsum("bjd,hmd->bhjm", x, self.V)).sum(dim=1)
+        else:  # one map for every input: folded into the values, one matrix product (10x faster here)
+            kernel = torch.einsum("hij,hmd->jdim", attn, self.V).reshape(-1, n_patches * self.V.shape[1])
+            mixed = (x.reshape(batch, -1) @ kernel).reshape(batch, n_patches, -1)
+        out = (cubic(mixed) @ self.a).sum(dim=1) / self.V.shape[1]
+        return (out, attn.mean(dim=-3)) if return_attention else out
 
     def param_group(self, name: str) -> str:
         """`mixing` (P, W_Q, W_K) or `readout` (V, a)."""

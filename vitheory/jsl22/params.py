@@ -102,10 +102,12 @@ class SpatialTrainParams(Section):
 
 
 @dataclass(frozen=True)
-class VanillaViTParams(Section):
-    """vitheory.jsl22.models.VanillaViT, less the data's shape."""
+class MultiHeadViTParams(Section):
+    """vitheory.jsl22.models.MultiHeadViT, less the data's shape."""
 
     width: int = knob(at_least(1))
+    heads: int = knob(at_least(1))
+    scores: Literal["tokens", "positions"] = knob()
     pos_init_std: float = knob(POSITIVE)
     readout_init_std: float = knob(POSITIVE)
 
@@ -114,9 +116,10 @@ class VanillaViTParams(Section):
 class ControlParams(Section):
     seeds: int = knob(at_least(1))
     steps: int = knob(at_least(1))
+    optimizer: Literal["sgd", "adam"] = knob()  # full batch either way
     lr_mixing: float = knob(POSITIVE)  # P, W_Q, W_K
     lr_readout: float = knob(POSITIVE)  # V, a
-    vit: VanillaViTParams = knob()
+    vit: MultiHeadViTParams = knob()
     glm: GLMParams = knob()
 
 

@@ -23,15 +23,15 @@ from vitheory.core.device import seeded
 from vitheory.core.ensemble import Ensemble, SGDConfig, Stacked, loss_and_error, train_ensemble
 from vitheory.core.history import History, log_step
 from vitheory.jsl22.data import association, orthogonal_feature, sample
-from vitheory.jsl22.models import PatchGLM, PositionalViT, VanillaViT
+from vitheory.jsl22.models import MultiHeadViT, PatchGLM, PositionalViT
 from vitheory.jsl22.params import (
     ControlParams,
     GLMParams,
+    MultiHeadViTParams,
     PositionalViTParams,
     SpatialDataParams,
     SpatialTrainParams,
     TransferParams,
-    VanillaViTParams,
 )
 
 TRANSFER_COLUMNS = {"method": str, "n_train": int, "seed": int, "test_error": float, "diverged": int}
@@ -46,15 +46,16 @@ def member_folder(model: str, seed: int) -> Path:
     return Path(model) / seed_folder(seed)
 
 
-def patch_builder(spec: PositionalViTParams | VanillaViTParams | GLMParams, n_patches: int,
+def patch_builder(spec: PositionalViTParams | MultiHeadViTParams | GLMParams, n_patches: int,
                   dim: int) -> Callable[[], nn.Module]:
     """A constructor of the model that a params section describes, for D patches in R^d."""
     if isinstance(spec, PositionalViTParams):
         return lambda: PositionalViT(n_patches=n_patches, dim=dim, pos_dim=spec.pos_dim, score_form=spec.score_form,
                                      pos_init_std=spec.pos_init_std, readout_init_std=spec.readout_init_std)
-    if isinstance(spec, VanillaViTParams):
-        return lambda: VanillaViT(n_patches=n_patches, dim=dim, width=spec.width, pos_init_std=spec.pos_init_std,
-                                  readout_init_std=spec.readout_init_std)
+    if isinstance(spec, MultiHeadViTParams):
+        return lambda: MultiHeadViT(n_patches=n_patches, dim=dim, width=spec.width, heads=spec.heads,
+                                    scores=spec.scores, pos_init_std=spec.pos_init_std,
+                                    readout_init_std=spec.readout_init_std)
     return lambda: PatchGLM(n_patches=n_patches, dim=dim, init_std=spec.init_std)
 
 
@@ -125,10 +126,11 @@ def train_patch_models(build: Callable[[], nn.Module], seeds: Sequence[int], tra
     return Trained(initial, members(), initial_metrics, measure(ensemble))
 
 
-def gd(steps: int, lr: dict[str, float], log_every: int, lr_keys: dict[str, str]) -> SGDConfig:
-    """Full-batch gradient descent on the logistic loss, run for all its steps."""
+def gd(steps: int, lr: dict[str, float], log_every: int, lr_keys: dict[str, str],
+       optimizer: str = "sgd") -> SGDConfig:
+    """Full-batch gradient descent (or Adam) on the logistic loss, run for all its steps."""
     return SGDConfig(steps=steps, batch_size=None, lr=lr, eval_every=log_every, loss="logistic",
-                     stop_at_zero_loss=False, lr_keys=lr_keys)
+                     stop_at_zero_loss=False, lr_keys=lr_keys, optimizer=optimizer)
 
 
 def positional_recipe(cfg: SpatialTrainParams, lr_mixing: float | None = None,
@@ -186,12 +188,12 @@ def train_glm(cfg: GLMParams, seeds: int, section: str, train, test, device: tor
 
 def train_control(cfg: ControlParams, train, test, sets: torch.Tensor, device: torch.device,
                   progress: bool = True) -> Trained:
-    """The vanilla ViT on the negative control, one per seed; association against the teacher's sets."""
+    """The multi-head ViT on the negative control, one per seed; association against the teacher's sets."""
     build = patch_builder(cfg.vit, train[0].shape[1], train[0].shape[2])
     sgd = gd(cfg.steps, {"mixing": cfg.lr_mixing, "readout": cfg.lr_readout}, cfg.steps,
-             {"mixing": "control.lr_mixing", "readout": "control.lr_readout"})
+             {"mixing": "control.lr_mixing", "readout": "control.lr_readout"}, cfg.optimizer)
     return train_patch_models(build, range(cfg.seeds), train, test, sgd, device, sets=sets, progress=progress,
-                              desc="vanilla ViT (control)")
+                              desc=f"{cfg.vit.heads}-head ViT (control)")
 
 
 @torch.no_grad()
