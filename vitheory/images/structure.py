@@ -17,6 +17,7 @@ import torch
 from vitheory.core.device import seeded
 from vitheory.images.models import patchify
 from vitheory.images.training import permute_pixels
+from vitheory.jsl22.data import cosine_similarity
 
 
 def token_correlation(x: torch.Tensor, patch: int) -> np.ndarray:
@@ -33,8 +34,7 @@ def token_correlation(x: torch.Tensor, patch: int) -> np.ndarray:
 
 def structure_score(encodings: torch.Tensor, correlation: np.ndarray) -> float:
     """Spearman's rho over token pairs i < j between cos(p_i, p_j) and the data's token correlation."""
-    p = torch.nn.functional.normalize(encodings.detach().double(), dim=1)
-    similarity = (p @ p.T).numpy()
+    similarity = cosine_similarity(encodings.double())
     upper = np.triu_indices(len(similarity), k=1)
     # imported here: scipy.stats takes a second to import, which every training worker process would pay
     from scipy.stats import spearmanr  # noqa: PLC0415
