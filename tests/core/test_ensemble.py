@@ -99,3 +99,25 @@ def test_adam_per_member_matches_torch_adam_alone():
             loss.backward()
             optimizer.step()
         torch.testing.assert_close(together.params["W"][i], alone.W.detach(), rtol=1e-4, atol=1e-5)
+
+
+def test_one_input_expanded_over_members_gives_what_copies_give():
+    """An input shared by every member (expanded, stride 0) is read once; outputs and gradients match
+    those from one copy per member."""
+    from vitheory.jsl22.models import MultiHeadViT, PatchGLM, PositionalViT
+
+    x = torch.randn(32, 16, 8, generator=torch.Generator().manual_seed(0))
+    builds = [lambda: PatchGLM(n_patches=16, dim=8, init_std=0.3),
+              lambda: PositionalViT(n_patches=16, dim=8, pos_dim=8, score_form="qk", pos_init_std=0.3,
+                                    readout_init_std=1.0),
+              lambda: MultiHeadViT(n_patches=16, dim=8, width=4, heads=2, scores="positions", pos_init_std=0.1,
+                                   readout_init_std=0.35)]
+    for build in builds:
+        ensemble = Ensemble([seeded(seed, build) for seed in (0, 1, 2)])
+        shared, copied = x[None].expand(3, *x.shape), x[None].repeat(3, 1, 1, 1)
+        assert shared.stride(0) == 0 and copied.stride(0) != 0
+        outputs = [ensemble(inputs) for inputs in (shared, copied)]
+        torch.testing.assert_close(outputs[0], outputs[1], rtol=1e-5, atol=1e-5 * outputs[1].abs().max().item())
+        grads = [torch.autograd.grad(out.pow(2).sum(), list(ensemble.params.values())) for out in outputs]
+        for a, b in zip(*grads):  # equal to float32 rounding of the largest entry (cubic outputs)
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5 * b.abs().max().item())

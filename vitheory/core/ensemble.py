@@ -48,6 +48,8 @@ class Ensemble:
         if members is not None:
             params = {name: p[members] for name, p in params.items()}
             buffers = {name: b[members] for name, b in buffers.items()}
+        if x.dim() and x.stride(0) == 0:  # one input expanded over members: read it once, not E times
+            return vmap(one, in_dims=(0, 0, None))(params, buffers, x[0])
         return vmap(one)(params, buffers, x)
 
     def group(self, name: str) -> str:

@@ -140,9 +140,7 @@ class PatchGLM(nn.Module):
         self.W = nn.Parameter(init_std * torch.randn(n_patches, dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # elementwise, then summed: trained as a vmapped ensemble on data expanded over members, this
-        # ran 2.4x faster than the equivalent matrix-vector product, whose backward copies the batch
-        return (x * self.W).sum(dim=(1, 2))
+        return x.flatten(1) @ self.W.flatten()
 
     def param_group(self, name: str) -> str:
         return "readout"

@@ -118,7 +118,7 @@ def success_rates(rows: Sequence[dict]) -> dict[float, dict[int, float]]:
         by_cell.setdefault((r["alpha_star"], r["n_train"]), []).append(r["success"])
     rates: dict[float, dict[int, float]] = {}
     for (alpha, n), outcomes in sorted(by_cell.items()):
-        rates.setdefault(alpha, {})[n] = float(np.mean(outcomes))
+        rates.setdefault(alpha, {})[n] = sum(outcomes) / len(outcomes)  # np.mean: 10x slower on a short list
     return rates
 
 
@@ -150,8 +150,8 @@ def mean_steps(rows: Sequence[dict]) -> dict[float, float | None]:
     for r in rows:
         if r["n_train"] == largest:
             by_alpha.setdefault(r["alpha_star"], []).append(r["steps_to_zero_test_error"])
-    return {alpha: float(np.mean([s for s in steps if s >= 0])) if any(s >= 0 for s in steps) else None
-            for alpha, steps in sorted(by_alpha.items())}
+    reached = {alpha: [s for s in steps if s >= 0] for alpha, steps in sorted(by_alpha.items())}
+    return {alpha: sum(steps) / len(steps) if steps else None for alpha, steps in reached.items()}
 
 
 def by_seed(rows: Sequence[dict]) -> list[list[dict]]:
