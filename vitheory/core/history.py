@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-from dvclive import Live
+from typing import TYPE_CHECKING, Any
 
 from vitheory.core.artifacts import atomic_path, write_table
+
+if TYPE_CHECKING:
+    from dvclive import Live
 
 COLUMNS = {"model": str, "seed": int, "step": int, "split": str, "metric": str, "value": float}
 
@@ -57,5 +58,7 @@ def log_step(live: Any, step: int, metrics: Mapping[str, float]) -> None:
 @contextmanager
 def live_run(folder: str | Path) -> Iterator[Live]:
     """A DVCLive run writing into `folder`, which it replaces whole once the run ends without error."""
+    from dvclive import Live  # noqa: PLC0415 - with pandas, 0.3 s that only the logging stages need
+
     with atomic_path(folder) as tmp, Live(str(tmp), dvcyaml=False, save_dvc_exp=False) as live:
         yield live
