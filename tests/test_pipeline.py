@@ -226,8 +226,7 @@ def test_second_repro_does_nothing(repo):
 
 
 # A matrix's runs share their code: one run per model class is enough to show that it reproduces.
-FORCED = [name for name in STAGES if name not in ("phase_diagram@wide-vit", "phase_diagram@wide-cnn",
-                                                  "train_real@vit-permuted", "train_real@vit_positional-natural",
+FORCED = [name for name in STAGES if name not in ("train_real@vit-permuted", "train_real@vit_positional-natural",
                                                   "train_real@cnn-permuted")]
 
 

@@ -4,12 +4,14 @@ from operator import itemgetter
 import pytest
 import torch
 
+from vitheory.li23 import phase
 from vitheory.li23.phase import (
     Cell,
     fit_exponent,
     n_min,
     run_chunk,
     run_grid,
+    run_grids,
     success_rates,
     summarize,
 )
@@ -60,6 +62,29 @@ def test_grid_rows_are_complete_and_in_grid_order(tiny_phase):
         (a, s, n) for a in (0.2, 0.4) for s in (0, 1) for n in (2, 8)]
     for r in rows:
         assert r["success"] == int(r["test_error"] == 0)
+
+
+def test_a_cell_in_two_grids_trains_once_and_is_a_row_of_each(tiny_phase, monkeypatch):
+    wide = replace(tiny_phase.grids.default, alpha_star=(0.1, 0.2), n_train=(2, 4, 8), seeds=1)
+    cfg = replace(tiny_phase, grids=replace(tiny_phase.grids, wide=wide))
+    trained = []
+
+    def counting(cfg, model, chunk, device, threads):
+        trained.extend(chunk)
+        return run_chunk(cfg, model, chunk, device, threads)
+
+    monkeypatch.setattr(phase, "chunk_plan", lambda n, device: (4, 1))  # in this process, so it is counted
+    monkeypatch.setattr(phase, "run_chunk", counting)
+    rows = run_grids(cfg, ["default", "wide"], "vit", torch.device("cpu"), progress=False)
+    default_cells = {(a, n, s) for a in (0.2, 0.4) for s in (0, 1) for n in (2, 8)}
+    wide_cells = {(a, n, 0) for a in (0.1, 0.2) for n in (2, 4, 8)}
+    assert sorted((c.alpha_star, c.n_train, c.seed) for c in trained) == sorted(default_cells | wide_cells)
+    for grid, spec in (("default", cfg.grids.default), ("wide", wide)):  # complete, in grid order
+        assert [(r["alpha_star"], r["seed"], r["n_train"]) for r in rows[grid]] == [
+            (a, s, n) for a in spec.alpha_star for s in range(spec.seeds) for n in spec.n_train]
+    shared = {(r["alpha_star"], r["n_train"], r["seed"]): r for r in rows["default"]}
+    both = [r for r in rows["wide"] if (r["alpha_star"], r["n_train"], r["seed"]) in shared]
+    assert len(both) == 2 and all(r == shared[(r["alpha_star"], r["n_train"], r["seed"])] for r in both)
 
 
 def test_chunking_does_not_change_results(tiny_phase):

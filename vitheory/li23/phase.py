@@ -33,7 +33,7 @@ COLUMNS = {"model": str, "alpha_star": float, "n_train": int, "seed": int, "test
 
 
 def runs_path(grid: str, model: str) -> Path:
-    """The table of one model's runs on one grid (the phase_diagram@<grid>-<model> stage)."""
+    """The table of one model's runs on one grid (written by the phase_diagram@<model> stage)."""
     return artifact("phase_runs") / grid / f"{model}.csv"
 
 
@@ -80,14 +80,16 @@ def run_chunk(cfg: PhaseParams, model: str, chunk: Sequence[Cell], device: str, 
     return rows
 
 
-def run_grid(cfg: PhaseParams, grid: str, model: str, device: torch.device, progress: bool = True) -> list[dict]:
-    """Every cell of one grid for one model, as rows of `COLUMNS`, in grid order."""
-    spec: GridParams = getattr(cfg.grids, grid)
-    todo = cells(spec)
+def run_grids(cfg: PhaseParams, grids: Sequence[str], model: str, device: torch.device,
+              progress: bool = True) -> dict[str, list[dict]]:
+    """Every cell of each grid for one model, as rows of `COLUMNS` in that grid's order. A cell that
+    several grids hold (same alpha*, N and seed: the same data, initialisation and batches) trains
+    once and is a row of each."""
+    todo = list(dict.fromkeys(c for grid in grids for c in cells(getattr(cfg.grids, grid))))
     size, workers = chunk_plan(len(todo), device)
     # chunks never mix alpha* values: a chunk of one alpha* trains as one full stack on one data pool
     chunks = []
-    for alpha in spec.alpha_star:
+    for alpha in dict.fromkeys(c.alpha_star for c in todo):
         mine = [c for c in todo if c.alpha_star == alpha]
         chunks += [mine[i:i + size] for i in range(0, len(mine), size)]
     if workers == 1:
@@ -96,11 +98,15 @@ def run_grid(cfg: PhaseParams, grid: str, model: str, device: torch.device, prog
         with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
             jobs = pool.map(run_chunk, [cfg] * len(chunks), [model] * len(chunks), chunks,
                             [device.type] * len(chunks), [1] * len(chunks))
-            results = list(tqdm(jobs, total=len(chunks), desc=f"phase {grid} {model}", disable=not progress,
-                                unit="chunk"))
-    order = {(c.alpha_star, c.n_train, c.seed): i for i, c in enumerate(todo)}
-    return sorted((row for rows in results for row in rows),
-                  key=lambda r: order[(r["alpha_star"], r["n_train"], r["seed"])])
+            results = list(tqdm(jobs, total=len(chunks), desc=f"phase {model} ({', '.join(grids)})",
+                                disable=not progress, unit="chunk"))
+    by_cell = {Cell(r["alpha_star"], r["n_train"], r["seed"]): r for rows in results for r in rows}
+    return {grid: [by_cell[c] for c in cells(getattr(cfg.grids, grid))] for grid in grids}
+
+
+def run_grid(cfg: PhaseParams, grid: str, model: str, device: torch.device, progress: bool = True) -> list[dict]:
+    """Every cell of one grid for one model, as rows of `COLUMNS`, in grid order."""
+    return run_grids(cfg, [grid], model, device, progress)[grid]
 
 
 # --- analysis -----------------------------------------------------------------------------------
