@@ -126,7 +126,7 @@ def train_patch_models(build: Callable[[], nn.Module], seeds: Sequence[int], tra
     return Trained(initial, members(), initial_metrics, measure(ensemble))
 
 
-def gd(steps: int, lr: dict[str, float], log_every: int, lr_keys: dict[str, str],
+def full_batch(steps: int, lr: dict[str, float], log_every: int, lr_keys: dict[str, str],
        optimizer: str = "sgd") -> SGDConfig:
     """Full-batch gradient descent (or Adam) on the logistic loss, run for all its steps."""
     return SGDConfig(steps=steps, batch_size=None, lr=lr, eval_every=log_every, loss="logistic",
@@ -135,12 +135,12 @@ def gd(steps: int, lr: dict[str, float], log_every: int, lr_keys: dict[str, str]
 
 def positional_recipe(cfg: SpatialTrainParams, lr_mixing: float | None = None,
                       lr_mixing_key: str = "spatial.lr_mixing") -> SGDConfig:
-    return gd(cfg.steps, {"mixing": lr_mixing or cfg.lr_mixing, "readout": cfg.lr_readout}, cfg.log_every,
+    return full_batch(cfg.steps, {"mixing": lr_mixing or cfg.lr_mixing, "readout": cfg.lr_readout}, cfg.log_every,
               {"mixing": lr_mixing_key, "readout": "spatial.lr_readout"})
 
 
 def glm_recipe(cfg: GLMParams, section: str) -> SGDConfig:
-    return gd(cfg.steps, {"readout": cfg.lr}, cfg.steps, {"readout": f"{section}.glm.lr"})
+    return full_batch(cfg.steps, {"readout": cfg.lr}, cfg.steps, {"readout": f"{section}.glm.lr"})
 
 
 def train_positional(spec: PositionalViTParams, cfg: SpatialTrainParams, train, test, sets: torch.Tensor,
@@ -190,7 +190,7 @@ def train_control(cfg: ControlParams, train, test, sets: torch.Tensor, device: t
                   progress: bool = True) -> Trained:
     """The multi-head ViT on the negative control, one per seed; association against the teacher's sets."""
     build = patch_builder(cfg.vit, train[0].shape[1], train[0].shape[2])
-    sgd = gd(cfg.steps, {"mixing": cfg.lr_mixing, "readout": cfg.lr_readout}, cfg.steps,
+    sgd = full_batch(cfg.steps, {"mixing": cfg.lr_mixing, "readout": cfg.lr_readout}, cfg.steps,
              {"mixing": "control.lr_mixing", "readout": "control.lr_readout"}, cfg.optimizer)
     return train_patch_models(build, range(cfg.seeds), train, test, sgd, device, sets=sets, progress=progress,
                               desc=f"{cfg.vit.heads}-head ViT (control)")
@@ -229,7 +229,7 @@ def transfer_runs(pretrained: Sequence[nn.Module], spec: PositionalViTParams, re
     n_patches, dim = pool[0].shape[1:]
     seeds = list(range(len(pretrained)))
     build = patch_builder(spec, n_patches, dim)
-    finetune_sgd = gd(cfg.finetune_steps, {"mixing": 0.0, "readout": cfg.finetune_lr}, cfg.finetune_steps,
+    finetune_sgd = full_batch(cfg.finetune_steps, {"mixing": 0.0, "readout": cfg.finetune_lr}, cfg.finetune_steps,
                       {"readout": "transfer.finetune_lr"})
     orders = [torch.randperm(len(pool[0]), generator=torch.Generator().manual_seed(cfg.seed + s)) for s in seeds]
     X_test, y_test = test[0].to(device), test[1].to(device)
