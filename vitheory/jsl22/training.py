@@ -127,7 +127,7 @@ def train_patch_models(build: Callable[[], nn.Module], seeds: Sequence[int], tra
 
 
 def full_batch(steps: int, lr: dict[str, float], log_every: int, lr_keys: dict[str, str],
-       optimizer: str = "sgd") -> SGDConfig:
+               optimizer: str = "sgd") -> SGDConfig:
     """Full-batch gradient descent (or Adam) on the logistic loss, run for all its steps."""
     return SGDConfig(steps=steps, batch_size=None, lr=lr, eval_every=log_every, loss="logistic",
                      stop_at_zero_loss=False, lr_keys=lr_keys, optimizer=optimizer)
