@@ -11,6 +11,7 @@ row-major grid order; `attention` is a list of per-layer maps (B, heads, T, T).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -170,19 +171,40 @@ class SmallResNet(nn.Module):
             raise ValueError(f"one block count per stage: widths {widths}, blocks {blocks}")
         self.config = {"channels": channels, "n_classes": n_classes, "widths": list(widths), "blocks": list(blocks)}
         self.stem = conv_stem(channels, widths[0])
-        layers, c_in = [], widths[0]
-        for stage, (width, count) in enumerate(zip(widths, blocks)):
-            for i in range(count):
-                layers.append(ResidualBlock(c_in, width, 2 if stage > 0 and i == 0 else 1))
-                c_in = width
-        self.layers = nn.ModuleList(layers)
+        self.layers, c_in = residual_stages(widths, blocks)
         self.head = nn.Linear(c_in, n_classes)
 
     def forward(self, images: torch.Tensor, *, return_features: bool = False):
+        """(B, C, H, W) images -> logits; with `return_features`, also each block's output as tokens,
+        labelled `conv`, or `msa` and `mlp` for a block that returns (after attention, map) as
+        AlterNet's attention blocks do."""
         x = self.stem(images)
         features = [("embed", as_tokens(x))]
         for layer in self.layers:
-            x = layer(x)
-            features.append(("conv", as_tokens(x)))
+            out = layer(x)
+            if isinstance(out, tuple):
+                after_attention, x = out
+                features += [("msa", after_attention), ("mlp", as_tokens(x))]
+            else:
+                x = out
+                features.append(("conv", as_tokens(x)))
         logits = self.head(x.mean(dim=(2, 3)))
         return (logits, {"features": features, "attention": []}) if return_features else logits
+
+
+def residual_stages(widths: Sequence[int], blocks: Sequence[int], attention: Sequence[int] = (), image_size: int = 0,
+                    attention_block: Callable[[int, int], nn.Module] | None = None) -> tuple[nn.ModuleList, int]:
+    """Stages of residual conv blocks, the first block of every stage after the first halving the
+    resolution; with `attention`, the last attention[s] blocks of stage s are attention_block(width,
+    positions) instead (positions of the stage's map, from `image_size`). -> (layers, output channels)."""
+    layers, c_in, side = [], widths[0], image_size
+    for stage, (width, count) in enumerate(zip(widths, blocks)):
+        msa = attention[stage] if attention else 0
+        for i in range(count):
+            if i >= count - msa:
+                layers.append(attention_block(width, side * side))
+                continue
+            stride = 2 if stage > 0 and i == 0 else 1
+            layers.append(ResidualBlock(c_in, width, stride))
+            side, c_in = side // stride, width
+    return nn.ModuleList(layers), c_in

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from vitheory.core.checkpoint import register_model
-from vitheory.images.models import Block, ResidualBlock, as_tokens, conv_stem
+from vitheory.images.models import Block, SmallResNet, as_tokens, conv_stem, residual_stages
 
 
 class MapAttention(nn.Module):
@@ -47,28 +47,9 @@ class AlterNet(nn.Module):
         self.config = {"image_size": image_size, "channels": channels, "n_classes": n_classes,
                        "widths": list(widths), "blocks": list(blocks), "attention": list(attention), "heads": heads}
         self.stem = conv_stem(channels, widths[0])
-        layers, c_in, side = [], widths[0], image_size
-        for stage, (width, count, msa) in enumerate(zip(widths, blocks, attention)):
-            for i in range(count):
-                if i >= count - msa:
-                    layers.append(MapAttention(width, heads, side * side))
-                    continue
-                stride = 2 if stage > 0 and i == 0 else 1
-                layers.append(ResidualBlock(c_in, width, stride))
-                side, c_in = side // stride, width
-        self.layers = nn.ModuleList(layers)
+        self.layers, c_in = residual_stages(widths, blocks, attention, image_size,
+                                            lambda width, positions: MapAttention(width, heads, positions))
         self.head = nn.Linear(c_in, n_classes)
 
-    def forward(self, images: torch.Tensor, *, return_features: bool = False):
-        x = self.stem(images)
-        features = [("embed", as_tokens(x))]
-        for layer in self.layers:
-            if isinstance(layer, MapAttention):
-                after_attention, x = layer(x)
-                features += [("msa", after_attention), ("mlp", as_tokens(x))]
-            else:
-                x = layer(x)
-                features.append(("conv", as_tokens(x)))
-        logits = self.head(x.mean(dim=(2, 3)))
-        return (logits, {"features": features, "attention": []}) if return_features else logits
+    forward = SmallResNet.forward  # its attention blocks return (after attention, map), labelled msa and mlp
 
