@@ -136,7 +136,7 @@ def full_batch(steps: int, lr: dict[str, float], log_every: int, lr_keys: dict[s
 def positional_recipe(cfg: SpatialTrainParams, lr_mixing: float | None = None,
                       lr_mixing_key: str = "spatial.lr_mixing") -> SGDConfig:
     return full_batch(cfg.steps, {"mixing": lr_mixing or cfg.lr_mixing, "readout": cfg.lr_readout}, cfg.log_every,
-              {"mixing": lr_mixing_key, "readout": "spatial.lr_readout"})
+                      {"mixing": lr_mixing_key, "readout": "spatial.lr_readout"})
 
 
 def glm_recipe(cfg: GLMParams, section: str) -> SGDConfig:
@@ -191,7 +191,7 @@ def train_control(cfg: ControlParams, train, test, sets: torch.Tensor, device: t
     """The multi-head ViT on the negative control, one per seed; association against the teacher's sets."""
     build = patch_builder(cfg.vit, train[0].shape[1], train[0].shape[2])
     sgd = full_batch(cfg.steps, {"mixing": cfg.lr_mixing, "readout": cfg.lr_readout}, cfg.steps,
-             {"mixing": "control.lr_mixing", "readout": "control.lr_readout"}, cfg.optimizer)
+                     {"mixing": "control.lr_mixing", "readout": "control.lr_readout"}, cfg.optimizer)
     return train_patch_models(build, range(cfg.seeds), train, test, sgd, device, sets=sets, progress=progress,
                               desc=f"{cfg.vit.heads}-head ViT (control)")
 
@@ -230,7 +230,7 @@ def transfer_runs(pretrained: Sequence[nn.Module], spec: PositionalViTParams, re
     seeds = list(range(len(pretrained)))
     build = patch_builder(spec, n_patches, dim)
     finetune_sgd = full_batch(cfg.finetune_steps, {"mixing": 0.0, "readout": cfg.finetune_lr}, cfg.finetune_steps,
-                      {"readout": "transfer.finetune_lr"})
+                              {"readout": "transfer.finetune_lr"})
     orders = [torch.randperm(len(pool[0]), generator=torch.Generator().manual_seed(cfg.seed + s)) for s in seeds]
     X_test, y_test = test[0].to(device), test[1].to(device)
 

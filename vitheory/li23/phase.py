@@ -85,7 +85,8 @@ def run_grids(cfg: PhaseParams, grids: Sequence[str], model: str, device: torch.
     """Every cell of each grid for one model, as rows of `COLUMNS` in that grid's order. A cell that
     several grids hold (same alpha*, N and seed: the same data, initialisation and batches) trains
     once and is a row of each."""
-    todo = list(dict.fromkeys(c for grid in grids for c in cells(getattr(cfg.grids, grid))))
+    grid_cells = {grid: cells(getattr(cfg.grids, grid)) for grid in grids}
+    todo = list(dict.fromkeys(c for listed in grid_cells.values() for c in listed))
     size, workers = chunk_plan(len(todo), device)
     # chunks never mix alpha* values: a chunk of one alpha* trains as one full stack on one data pool
     chunks = []
@@ -101,7 +102,7 @@ def run_grids(cfg: PhaseParams, grids: Sequence[str], model: str, device: torch.
             results = list(tqdm(jobs, total=len(chunks), desc=f"phase {model} ({', '.join(grids)})",
                                 disable=not progress, unit="chunk"))
     by_cell = {Cell(r["alpha_star"], r["n_train"], r["seed"]): r for rows in results for r in rows}
-    return {grid: [by_cell[c] for c in cells(getattr(cfg.grids, grid))] for grid in grids}
+    return {grid: [by_cell[c] for c in listed] for grid, listed in grid_cells.items()}
 
 
 def run_grid(cfg: PhaseParams, grid: str, model: str, device: torch.device, progress: bool = True) -> list[dict]:
