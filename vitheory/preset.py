@@ -1,5 +1,6 @@
 """Apply a preset: a YAML file of overrides merged into params.yaml, validated before anything is
-written (a bad preset leaves params.yaml as it was).
+written (a bad preset leaves params.yaml as it was). params.yaml keeps its comments and layout: only
+the overridden values change.
 
     python -m vitheory.preset presets/paper.yaml [params.yaml]
 """
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from vitheory.core.errors import ParamsError
 from vitheory.params import DEFAULT_PATH, parse_params
@@ -28,10 +31,28 @@ def merge(base: dict[str, Any], overrides: dict[str, Any], prefix: str = "") -> 
     return merged
 
 
+def override(document: CommentedMap, overrides: dict[str, Any]) -> None:
+    """Set every leaf of `overrides` in a round-trip `document` in place, so that each key keeps its
+    comment; a list replacing a one-line list stays on one line."""
+    for key, value in overrides.items():
+        old = document[key]
+        if isinstance(value, dict) and isinstance(old, CommentedMap):
+            override(old, value)
+        elif isinstance(value, list) and isinstance(old, CommentedSeq) and old.fa.flow_style():
+            document[key] = CommentedSeq(value)
+            document[key].fa.set_flow_style()
+        else:
+            document[key] = value
+
+
 def apply(preset: Path, params_path: Path = DEFAULT_PATH) -> None:
-    merged = merge(yaml.safe_load(params_path.read_text()), yaml.safe_load(preset.read_text()) or {})
-    parse_params(merged)
-    params_path.write_text(yaml.safe_dump(merged, sort_keys=False))
+    overrides = yaml.safe_load(preset.read_text()) or {}
+    parse_params(merge(yaml.safe_load(params_path.read_text()), overrides))
+    round_trip = YAML()
+    round_trip.width = 4096  # never fold a long line
+    document = round_trip.load(params_path)
+    override(document, overrides)
+    round_trip.dump(document, params_path)
 
 
 def main(argv: list[str]) -> int:

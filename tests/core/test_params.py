@@ -188,3 +188,18 @@ def test_a_preset_is_validated_before_params_yaml_is_rewritten(tmp_path):
     assert params.read_text() == (ROOT / "params.yaml").read_text()
     apply(ROOT / "presets/paper.yaml", params)
     assert load_params(params).images.dataset == "cifar10"
+
+
+@pytest.mark.parametrize("preset", ["paper", "cluttered", "digits"])
+def test_a_preset_changes_only_its_values_and_keeps_every_comment(tmp_path, preset):
+    from vitheory.preset import apply, merge
+
+    original = (ROOT / "params.yaml").read_text()
+    params = tmp_path / "params.yaml"
+    params.write_text(original)
+    overrides = yaml.safe_load((ROOT / f"presets/{preset}.yaml").read_text())
+    apply(ROOT / f"presets/{preset}.yaml", params)
+    assert yaml.safe_load(params.read_text()) == merge(yaml.safe_load(original), overrides)
+    comments = [line.partition("#")[2] for line in original.splitlines() if "#" in line]
+    kept = [line.partition("#")[2] for line in params.read_text().splitlines() if "#" in line]
+    assert kept == comments
