@@ -5,15 +5,23 @@ from dataclasses import replace
 
 import pytest
 import torch
+import yaml
+from conftest import ROOT
 
 from vitheory.images.cluttered import cluttered_splits, compose, upscale
 from vitheory.images.datasets import read_digits
 from vitheory.images.params import ClutteredParams
+from vitheory.params import ParamsError, parse_params
+from vitheory.preset import merge
+
+
+CLUTTERED = parse_params(merge(yaml.safe_load((ROOT / "params.yaml").read_text()),
+                               yaml.safe_load((ROOT / "presets/cluttered.yaml").read_text())))
 
 
 @pytest.fixture(scope="module")
-def images_cfg(default_params):
-    return replace(default_params.images, dataset="cluttered_digits")
+def images_cfg():
+    return CLUTTERED.images
 
 
 @pytest.fixture(scope="module")
@@ -47,13 +55,13 @@ def test_each_canvas_holds_its_digit_in_its_box(splits, images_cfg):
 
 
 def test_most_tokens_are_label_irrelevant(splits, images_cfg):
-    """A ViT with 4 x 4 patches sees an 8 x 8 grid; the digit's box touches at most (16 / 4 + 1)^2 = 25."""
-    cfg = images_cfg.cluttered
-    grid, side = cfg.canvas // 4, 8 * cfg.scale
+    """The preset's ViT sees at least an 8 x 8 grid, of which the digit's box touches under 40%."""
+    cfg, patch = images_cfg.cluttered, CLUTTERED.real.models.vit.patch
+    grid, side = cfg.canvas // patch, 8 * cfg.scale
     assert grid >= 8
     box = splits["train"]["box"]
-    touched = (((box + side - 1) // 4) - box // 4 + 1).prod(dim=1)
-    assert (touched <= (side // 4 + 1) ** 2).all() and touched.float().mean() / grid ** 2 < 0.4
+    touched = (((box + side - 1) // patch) - box // patch + 1).prod(dim=1)
+    assert touched.float().mean() / grid ** 2 < 0.4
 
 
 def test_clutter_comes_from_other_digits_of_the_split():
@@ -71,7 +79,24 @@ def test_clutter_comes_from_other_digits_of_the_split():
 
 
 def replace_cluttered(**changes):
-    return replace(ClutteredParams(canvas=32, scale=2, fragments=6, fragment=6, copies=2), **changes)
+    return replace(ClutteredParams(canvas=32, scale=2, fragments=6, fragment=6, copies=2, jitter=8), **changes)
+
+
+@pytest.mark.parametrize("jitter", [0, 2, 8])
+def test_a_digit_lands_at_most_jitter_from_the_centre_and_uses_that_room(jitter):
+    digits = read_digits().train
+    cfg = replace_cluttered(jitter=jitter)
+    made = compose(digits.X[:200, ..., 0], digits.y[:200], cfg, torch.Generator().manual_seed(0))
+    offset = made["box"] - (cfg.canvas - 8 * cfg.scale) // 2
+    assert offset.abs().max() == jitter  # 400 canvases reach the bound, never more
+    assert offset.min() == -jitter
+
+
+def test_a_jitter_beyond_the_canvas_names_the_key():
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw["images"]["cluttered"] |= {"canvas": 32, "scale": 2, "jitter": 9}
+    with pytest.raises(ParamsError, match=r"images.cluttered.jitter = 9.*<= half the room around the upscaled digit \(8"):
+        parse_params(raw)
 
 
 def test_same_seed_same_bytes_other_seed_other_canvases(images_cfg, splits):

@@ -2,7 +2,7 @@
 
 After Mnih et al. 2014 (Recurrent Models of Visual Attention, "cluttered translated MNIST"), built
 from scikit-learn's 8 x 8 digits, offline: each source digit, upscaled by nearest neighbours, lands at
-a random place on a larger canvas, with fragments cut from other digits as clutter. The source
+a random place near the centre of a larger canvas, with fragments cut from other digits as clutter. The source
 digits are split into train, val and test first (class-balanced, as `split_indices` does), and each
 split's clutter is cut from its own digits, so no source image reaches two splits. Same params,
 same bytes.
@@ -24,7 +24,8 @@ def upscale(images: torch.Tensor, scale: int) -> torch.Tensor:
 def compose(digits: torch.Tensor, labels: torch.Tensor, cfg: ClutteredParams, generator: torch.Generator
             ) -> dict[str, torch.Tensor]:
     """`cfg.copies` canvases per digit of `digits` (N, 8, 8) uint8: X (N copies, canvas, canvas, 1) uint8, y,
-    `source` (the digit's index in `digits`) and `box` (row, column of the digit's top-left corner).
+    `source` (the digit's index in `digits`) and `box` (row, column of the digit's top-left corner, at
+    most `cfg.jitter` from the centred place in each direction).
     Clutter pieces are cut from other digits of `digits` only; pieces and digit are combined by
     maximum, so a piece never hides a stroke."""
     big = upscale(digits, cfg.scale)
@@ -41,7 +42,8 @@ def compose(digits: torch.Tensor, labels: torch.Tensor, cfg: ClutteredParams, ge
             piece = big[donor[i], cut[i, 0]:cut[i, 0] + cfg.fragment, cut[i, 1]:cut[i, 1] + cfg.fragment]
             window = canvas[i, place[i, 0]:place[i, 0] + cfg.fragment, place[i, 1]:place[i, 1] + cfg.fragment]
             torch.maximum(window, piece, out=window)
-    box = torch.randint(0, cfg.canvas - side + 1, (count, 2), generator=generator)
+    centred = (cfg.canvas - side) // 2
+    box = torch.randint(centred - cfg.jitter, centred + cfg.jitter + 1, (count, 2), generator=generator)
     for i in range(count):
         window = canvas[i, box[i, 0]:box[i, 0] + side, box[i, 1]:box[i, 1] + side]
         torch.maximum(window, big[source[i]], out=window)

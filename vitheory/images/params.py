@@ -20,10 +20,14 @@ class ClutteredParams(Section):
     fragments: int = knob(at_least(0))  # clutter pieces per image
     fragment: int = knob(at_least(1))  # side of a clutter piece, pixels of the upscaled digit it is cut from
     copies: int = knob(at_least(1))  # images made from each source digit (other places, other clutter)
+    jitter: int = knob(NON_NEGATIVE)  # the digit's corner lands at most this far from the centred place
 
     def relations(self) -> Iterator[Violation]:
         if 8 * self.scale > self.canvas:
             yield "canvas", self.canvas, f">= the upscaled digit's side (8 x scale = {8 * self.scale})"
+        elif 2 * self.jitter > self.canvas - 8 * self.scale:
+            yield "jitter", self.jitter, (f"<= half the room around the upscaled digit "
+                                          f"({(self.canvas - 8 * self.scale) // 2}: anywhere on the canvas)")
         if self.fragment > 8 * self.scale:
             yield "fragment", self.fragment, f"<= the upscaled digit's side ({8 * self.scale})"
 
