@@ -11,6 +11,7 @@ from conftest import ROOT
 from vitheory.images.cluttered import cluttered_splits, compose, upscale
 from vitheory.images.datasets import read_digits
 from vitheory.images.params import ClutteredParams
+from vitheory.papers import PAPERS
 from vitheory.params import ParamsError, parse_params
 from vitheory.preset import merge
 
@@ -104,3 +105,16 @@ def test_same_seed_same_bytes_other_seed_other_canvases(images_cfg, splits):
     assert all(torch.equal(again[name]["X"], splits[name]["X"]) for name in splits)
     other = cluttered_splits(replace(images_cfg, seed=1))
     assert not torch.equal(other["test"]["X"][:10], splits["test"]["X"][:10])
+
+
+def test_every_real_image_verdict_names_the_cluttered_regime_it_ran_in():
+    real_image_claims = {"LI-5", "JSL-5", "JSL-6"} | {f"PK-{i}" for i in range(1, 9)}
+    claims = {claim.id: claim for paper in PAPERS for claim in paper.claims if claim.id in real_image_claims}
+    assert claims.keys() == real_image_claims
+    built = CLUTTERED.images.cluttered
+    regime = (f"`cluttered_digits` (a digit of 8 x 8 pixels centred on a {built.canvas} x {built.canvas} canvas "
+              f"among {built.fragments} fragments of {built.fragment} x {built.fragment}")
+    for claim_id, claim in claims.items():
+        assert regime in claim.regime(CLUTTERED), claim_id
+    moved = replace(CLUTTERED, images=replace(CLUTTERED.images, cluttered=replace(built, jitter=2)))
+    assert "8 x 8 pixels at most 2 px from the centre of a 16 x 16 canvas" in claims["PK-1"].regime(moved)

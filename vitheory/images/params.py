@@ -96,10 +96,22 @@ class RealTrainParams(Section):
     models: RealModels = knob()
 
 
+def dataset_named(data: ImagesParams) -> str:
+    """The dataset as the report names it: for the one built here, with the regime its knobs set."""
+    if data.dataset != "cluttered_digits":
+        return f"`{data.dataset}`"
+    built = data.cluttered
+    side = 8 * built.scale
+    place = "centred on" if built.jitter == 0 else f"at most {built.jitter} px from the centre of"
+    return (f"`cluttered_digits` (a digit of {side} x {side} pixels {place} a {built.canvas} x {built.canvas} canvas among "
+            f"{built.fragments} fragments of {built.fragment} x {built.fragment} from other digits, {built.copies} "
+            "canvases per digit)")
+
+
 def training_regime(data: ImagesParams, real: RealTrainParams) -> str:
     """The real-image regime the claims on train_real's models run in, for the report."""
     vit = real.models.vit
-    return (f"Dataset `{data.dataset}` (train fraction {data.train_fraction}, val {data.val_fraction}); "
+    return (f"Dataset {dataset_named(data)}, train fraction {data.train_fraction}, val {data.val_fraction}; "
             f"ViT: patch {vit.patch}, depth {vit.depth}, {vit.heads} heads, width {vit.width}, {vit.pool} "
             f"pooling; CNN: widths {list(real.models.cnn.widths)}, blocks {list(real.models.cnn.blocks)}; "
             f"AdamW lr {real.lr}, weight decay {real.weight_decay}, {real.warmup_epochs} warmup epochs then "

@@ -13,19 +13,20 @@ from vitheory.core.artifacts import read_rows, read_table
 from vitheory.core.claims import Claim, Criterion, Measured, Paper, Samples
 from vitheory.core.figures import figure_path
 from vitheory.core.paths import artifact
+from vitheory.images.params import dataset_named
 from vitheory.pk22 import feature_maps, figures, hessian, lesion, noise, trainings
 from vitheory.pk22.feature_maps import block_changes
 from vitheory.pk22.tables import density_units, table_path
 
 
 def _models_setting(params: Any) -> str:
-    return (f"The natural-image ViT and CNN of `train_real` ({params.real.seeds} seeds each, dataset "
-            f"`{params.images.dataset}`), on {params.pk.n_images} test images.")
+    return (f"The natural-image ViT and CNN of `train_real` ({params.real.seeds} seeds each), on "
+            f"{params.pk.n_images} test images of dataset {dataset_named(params.images)}.")
 
 
 def _trainings_setting(params: Any) -> str:
     cfg = params.pk_train
-    return (f"With train_real's recipe: the ViT and the CNN ({params.real.seeds} seeds) on class-balanced "
+    return (f"Dataset {dataset_named(params.images)}, with train_real's recipe: the ViT and the CNN ({params.real.seeds} seeds) on class-balanced "
             f"fractions {list(cfg.fractions)} of the training images (and all of them, train_real's models), "
             f"each trained for as many optimiser steps as all the data; AlterNet with widths "
             f"{list(cfg.alternet.widths)}, blocks {list(cfg.alternet.blocks)} and attention blocks "
