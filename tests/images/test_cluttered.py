@@ -46,7 +46,7 @@ def test_splits_share_no_source_digit_and_labels_are_the_sources(splits, images_
 def test_each_canvas_holds_its_digit_in_its_box(splits, images_cfg):
     digits = read_digits().train
     cfg = images_cfg.cluttered
-    side = 8 * cfg.scale
+    side = cfg.digit_side
     split = splits["test"]
     for i in range(0, len(split["X"]), 97):
         row, col = split["box"][i].tolist()
@@ -58,7 +58,7 @@ def test_each_canvas_holds_its_digit_in_its_box(splits, images_cfg):
 def test_most_tokens_are_label_irrelevant(splits, images_cfg):
     """The preset's ViT sees at least an 8 x 8 grid, of which the digit's box touches under 40%."""
     cfg, patch = images_cfg.cluttered, CLUTTERED.real.models.vit.patch
-    grid, side = cfg.canvas // patch, 8 * cfg.scale
+    grid, side = cfg.canvas // patch, cfg.digit_side
     assert grid >= 8
     box = splits["train"]["box"]
     touched = (((box + side - 1) // patch) - box // patch + 1).prod(dim=1)
@@ -70,7 +70,7 @@ def test_clutter_comes_from_other_digits_of_the_split():
     digits[1] = 100  # only digit 1 has ink: clutter on digits 0 and 2 must come from it, none on digit 1
     cfg = replace_cluttered(fragments=4, copies=1)
     made = compose(digits, torch.arange(3), cfg, torch.Generator().manual_seed(0))
-    side = 8 * cfg.scale
+    side = cfg.digit_side
     for i in (0, 2):
         assert made["X"][i].max() == 100
     row, col = made["box"][1].tolist()
@@ -88,7 +88,7 @@ def test_a_digit_lands_at_most_jitter_from_the_centre_and_uses_that_room(jitter)
     digits = read_digits().train
     cfg = replace_cluttered(jitter=jitter)
     made = compose(digits.X[:200, ..., 0], digits.y[:200], cfg, torch.Generator().manual_seed(0))
-    offset = made["box"] - (cfg.canvas - 8 * cfg.scale) // 2
+    offset = made["box"] - (cfg.canvas - cfg.digit_side) // 2
     assert offset.abs().max() == jitter  # 400 canvases reach the bound, never more
     assert offset.min() == -jitter
 

@@ -22,14 +22,19 @@ class ClutteredParams(Section):
     copies: int = knob(at_least(1))  # images made from each source digit (other places, other clutter)
     jitter: int = knob(NON_NEGATIVE)  # the digit's corner lands at most this far from the centred place
 
+    @property
+    def digit_side(self) -> int:
+        """Side of the upscaled digit, pixels."""
+        return 8 * self.scale
+
     def relations(self) -> Iterator[Violation]:
-        if 8 * self.scale > self.canvas:
-            yield "canvas", self.canvas, f">= the upscaled digit's side (8 x scale = {8 * self.scale})"
-        elif 2 * self.jitter > self.canvas - 8 * self.scale:
+        if self.digit_side > self.canvas:
+            yield "canvas", self.canvas, f">= the upscaled digit's side (8 x scale = {self.digit_side})"
+        elif 2 * self.jitter > self.canvas - self.digit_side:
             yield "jitter", self.jitter, (f"<= half the room around the upscaled digit "
-                                          f"({(self.canvas - 8 * self.scale) // 2}: anywhere on the canvas)")
-        if self.fragment > 8 * self.scale:
-            yield "fragment", self.fragment, f"<= the upscaled digit's side ({8 * self.scale})"
+                                          f"({(self.canvas - self.digit_side) // 2}: anywhere on the canvas)")
+        if self.fragment > self.digit_side:
+            yield "fragment", self.fragment, f"<= the upscaled digit's side ({self.digit_side})"
 
 
 @dataclass(frozen=True)
@@ -101,7 +106,7 @@ def dataset_named(data: ImagesParams) -> str:
     if data.dataset != "cluttered_digits":
         return f"`{data.dataset}`"
     built = data.cluttered
-    side = 8 * built.scale
+    side = built.digit_side
     place = "centred on" if built.jitter == 0 else f"at most {built.jitter} px from the centre of"
     return (f"`cluttered_digits` (a digit of {side} x {side} pixels {place} a {built.canvas} x {built.canvas} canvas among "
             f"{built.fragments} fragments of {built.fragment} x {built.fragment} from other digits, {built.copies} "
