@@ -11,6 +11,7 @@ from vitheory.core.paths import artifact
 from vitheory.li23.claims import PAPER
 
 LI3 = next(claim for claim in PAPER.claims if claim.id == "LI-3")
+LI5 = next(claim for claim in PAPER.claims if claim.id == "LI-5")
 BOOTSTRAP = Bootstrap(resamples=200, confidence=0.95, seed=0)
 
 
@@ -74,3 +75,22 @@ def test_criterion_operators_margins_and_verdicts():
     assert claim_verdict([HOLDS, HOLDS]) == HOLDS
     assert claim_verdict([HOLDS, INCONCLUSIVE]) == INCONCLUSIVE
     assert claim_verdict([INCONCLUSIVE, FAILS]) == FAILS
+
+
+def test_li5_says_what_the_marker_costs_and_what_removing_it_gains():
+    patches, half = 16, 8
+
+    def seed(clean, with_marker, marker_removed):
+        natural = {("natural", s, n, f): 0.9 for s in ("all", "attention", "random", "lowest")
+                   for n in (patches, half) for f in (0, 1)}
+        return natural | {("spurious_clean", "all", patches, 0): clean,
+                          ("spurious_decorrelated", "all", patches, 0): with_marker,
+                          ("spurious_decorrelated", "oracle", patches - 1, 0): marker_removed,
+                          ("spurious_decorrelated", "attention", patches - 1, 0): with_marker}
+
+    settings = [{"patches": patches, "half": half}]
+    learned = LI5.statistics({"seeds": [seed(0.8, 0.5, 0.7)] * 2, "settings": settings})
+    assert learned["spurious_marker_cost"] == 0.8 - 0.5
+    assert learned["spurious_oracle_removal_gain"] == 0.7 - 0.5
+    ignored = LI5.statistics({"seeds": [seed(0.8, 0.8, 0.8)] * 2, "settings": settings})
+    assert ignored["spurious_marker_cost"] == 0 == ignored["spurious_oracle_removal_gain"]

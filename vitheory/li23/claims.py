@@ -152,7 +152,10 @@ def _li5_statistics(samples: Samples) -> Measured:
             f"{stage}_attention_minus_lowest": kept["attention"] - kept["lowest"]}
     decorrelated = {strategy: mean("spurious_decorrelated", strategy, patches - (strategy != "all"), 0)
                     for strategy in ("all", "oracle", "attention")}
-    return measured | {"spurious_clean": mean("spurious_clean", "all", patches, 0),
+    clean = mean("spurious_clean", "all", patches, 0)
+    # what a random class's marker costs the marker-trained ViT: near 0, it never learned the shortcut
+    # and removing the marker's token has nothing to show
+    return measured | {"spurious_clean": clean, "spurious_marker_cost": clean - decorrelated["all"],
                        **{f"spurious_decorrelated_{s}": v for s, v in decorrelated.items()},
                        "spurious_oracle_removal_gain": decorrelated["oracle"] - decorrelated["all"],
                        "spurious_attention_removal_gain": decorrelated["attention"] - decorrelated["all"]}
