@@ -26,12 +26,12 @@ def _models_setting(params: Any) -> str:
 
 def _trainings_setting(params: Any) -> str:
     cfg = params.pk_train
-    return (f"Dataset {dataset_named(params.images)}, with train_real's recipe: the ViT and the CNN ({params.real.seeds} seeds) on class-balanced "
-            f"fractions {list(cfg.fractions)} of the training images (and all of them, train_real's models), "
-            f"each trained for as many optimiser steps as all the data; AlterNet with widths "
-            f"{list(cfg.alternet.widths)}, blocks {list(cfg.alternet.blocks)} and attention blocks "
-            f"{list(cfg.alternet.attention)} at the end of each stage against a CNN of the same shape with conv "
-            f"blocks only, {cfg.alternet_seeds} seeds, on the same fractions and all the data.")
+    return (f"Dataset {dataset_named(params.images)}, with train_real's recipe: the ViT and the CNN "
+            f"({params.real.seeds} seeds) on class-balanced fractions {list(cfg.fractions)} of the training "
+            f"images (and all of them, train_real's models), each trained for as many optimiser steps as all "
+            f"the data; AlterNet with widths {list(cfg.alternet.widths)}, blocks {list(cfg.alternet.blocks)} "
+            f"and attention blocks {list(cfg.alternet.attention)} at the end of each stage against a CNN of the "
+            f"same shape with conv blocks only, {cfg.alternet_seeds} seeds, on the same fractions and all the data.")
 
 
 def _pk2_regime(params: Any) -> str:
