@@ -84,3 +84,32 @@ def test_the_fingerprint_covers_config_and_input_bytes(tmp_path):
     assert fingerprint({"lr": 2}, [data]) != first
     (data / "x.bin").write_bytes(b"2")
     assert fingerprint({"lr": 1}, [data]) != first
+
+
+def _assert_same_weights(a, b):
+    for (name, x), y in zip(a.state_dict().items(), b.state_dict().values()):
+        assert torch.equal(x, y), name
+
+
+@pytest.mark.parametrize("damage", ["truncated", "torn"])
+def test_an_unusable_state_is_discarded_with_a_warning_and_the_run_trains_afresh(tmp_path, capsys, damage):
+    """Resume state is a cache: a file cut in half after a kill, or tensors and sidecar of different
+    epochs (a kill between the two writes), restart that run from scratch with one warning."""
+    reference = _train()
+    resume = Resume(tmp_path, "fp")
+    with pytest.raises(Killed):
+        _train(resume.run("run"), kill_at=3)
+    tensors, sidecar = tmp_path / "run.safetensors", tmp_path / "run.json"
+    if damage == "truncated":
+        tensors.write_bytes(tensors.read_bytes()[:tensors.stat().st_size // 2])
+    else:
+        meta = json.loads(sidecar.read_text())
+        sidecar.write_text(json.dumps(meta | {"epoch": 1, "log": meta["log"][:1]}))
+    capsys.readouterr()
+    state = Resume(tmp_path, "fp").run("run")
+    warning = capsys.readouterr().err
+    assert warning.count("\n") == 1 and warning.startswith("warning: ") and "trains afresh" in warning
+    assert ("unreadable" if damage == "truncated" else "inconsistent") in warning
+    assert state.epoch == 0 and not tensors.exists()
+    _assert_same_weights(reference, _train(state))
+    assert state.epoch == 4 and len(state.log) == 4

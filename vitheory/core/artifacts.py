@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -23,6 +24,9 @@ from safetensors.torch import load_file, save_file
 
 from vitheory.core.errors import ArtifactError
 from vitheory.core.paths import stage_of
+from vitheory.core.processes import writing
+
+_OS_ERROR = re.compile(r"os error (\d+)")
 
 
 def artifact_error(path: str | Path, what: str) -> ArtifactError:
@@ -40,24 +44,26 @@ def _remove(path: Path) -> None:
 
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside `path`; on success it replaces `path` (a file or folder)."""
+    """Yield a temporary path beside `path`; on success it replaces `path` (a file or folder). An
+    orphaned worker exits before it writes anything (vitheory.core.processes.writing)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    old = path.with_name(f".{path.name}.old")
-    for stale in (tmp, old):
-        _remove(stale)
-    try:
-        yield tmp
-    except BaseException:
-        _remove(tmp)
-        raise
-    if tmp.is_dir() and path.exists():
-        path.rename(old)  # a folder cannot be renamed over a non-empty one
-        tmp.rename(path)
-        _remove(old)
-    else:
-        os.replace(tmp, path)
+    with writing():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        old = path.with_name(f".{path.name}.old")
+        for stale in (tmp, old):
+            _remove(stale)
+        try:
+            yield tmp
+        except BaseException:
+            _remove(tmp)
+            raise
+        if tmp.is_dir() and path.exists():
+            path.rename(old)  # a folder cannot be renamed over a non-empty one
+            tmp.rename(path)
+            _remove(old)
+        else:
+            os.replace(tmp, path)
 
 
 def write_table(path: str | Path, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
@@ -107,8 +113,16 @@ def read_json(path: str | Path) -> Any:
 
 
 def write_tensors(path: str | Path, tensors: Mapping[str, torch.Tensor]) -> None:
+    """A safetensors file; a failure of the file system (no space, no permission) is an OSError naming `path`."""
     with atomic_path(path) as tmp:
-        save_file({name: t.detach().cpu().contiguous() for name, t in tensors.items()}, str(tmp))
+        try:
+            save_file({name: t.detach().cpu().contiguous() for name, t in tensors.items()}, str(tmp))
+        except SafetensorError as err:  # safetensors reports the OS's error only inside its message
+            code = _OS_ERROR.search(str(err))
+            if code is None:
+                raise
+            number = int(code[1])
+            raise OSError(number, os.strerror(number), str(path)) from None
 
 
 def read_tensors(path: str | Path, names: tuple[str, ...] = ()) -> dict[str, torch.Tensor]:

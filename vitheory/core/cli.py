@@ -4,7 +4,9 @@ and turn expected failures into one line."""
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -12,26 +14,54 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from vitheory.core.errors import VitheoryError
+from vitheory.core.paths import outputs, stages
+from vitheory.core.processes import stage_lock
 from vitheory.params import DEFAULT_PATH, Params, load_params
 
 TIMINGS = Path("reports/timings")
+# what a user can fix in the machine rather than in the project: said in one line, not a traceback
+ENVIRONMENT_FAULTS = {errno.ENOSPC: "free some space", errno.EDQUOT: "free some space or raise the quota",
+                      errno.EACCES: "make it writable", errno.EPERM: "make it writable",
+                      errno.EROFS: "run from a writable copy"}
 
 
 def run_stage(main: Callable[[Params, argparse.Namespace], None], parser: argparse.ArgumentParser) -> None:
     """Parse the stage's arguments, validate the whole params file, then run `main(params, args)`.
     Artifact paths are not arguments: the package reads them from dvc.yaml (vitheory.core.paths).
 
-    A bad param, a missing or corrupt artifact, or a diverging run exits with code 2 and one
-    `error:` line on stderr instead of a traceback, before `main` writes any output.
+    The stage holds its lock for the whole run (vitheory.core.processes.stage_lock): a second run of
+    it stops at once. A bad param, a missing or corrupt artifact, a diverging run, a stage already
+    running, or a full or read-only disk exits with code 2 and one `error:` line on stderr instead of
+    a traceback; outputs written before stay whole (every write is atomic).
     """
     args = parser.parse_args()
     start = time.perf_counter()
+    name, folder = _stage_and_folder(Path(sys.argv[0]).stem, sys.argv[1:])
     try:
-        main(load_params(DEFAULT_PATH), args)
+        with stage_lock(name, folder):
+            main(load_params(DEFAULT_PATH), args)
     except VitheoryError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+        _fail(str(err))
+    except OSError as err:
+        if err.errno not in ENVIRONMENT_FAULTS:
+            raise
+        _fail(f"cannot write {err.filename or 'an output'}: {err.strerror}; {ENVIRONMENT_FAULTS[err.errno]} "
+              f"and rerun (earlier outputs are kept)")
     log_timing(Path(sys.argv[0]).stem, sys.argv[1:], time.perf_counter() - start)
+
+
+def _fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _stage_and_folder(script: str, argv: list[str]) -> tuple[str, str]:
+    """dvc.yaml's name of the stage this command runs (`train_real@cnn-natural`) and its first output."""
+    command = shlex.join(["python", "-m", f"stages.{script}", *argv])
+    for name, stage in stages().items():
+        if stage["cmd"] == command:
+            return name, outputs(stage)[0]
+    return " ".join([script, *argv]), "its outputs"
 
 
 def log_timing(stage: str, argv: list[str], seconds: float) -> None:

@@ -16,3 +16,7 @@ class ArtifactError(VitheoryError):
 
 class TrainingDiverged(VitheoryError):
     """The loss became non-finite."""
+
+
+class StageBusy(VitheoryError):
+    """Another process is running the same stage."""

@@ -12,8 +12,6 @@ import os
 import statistics
 import sys
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from vitheory.core.checkpoint import seed_folder
 from vitheory.core.device import seeded
 from vitheory.core.errors import TrainingDiverged
 from vitheory.core.history import log_step
+from vitheory.core.processes import worker_pool
 from vitheory.core.resume import Resume, RunState
 from vitheory.images.datasets import Images, load_prepared
 from vitheory.images.models import SmallResNet, SmallViT
@@ -250,7 +249,7 @@ def run_tasks(tasks: Sequence[FitTask], device: torch.device, progress: bool = T
     workers = min(len(tasks), len(os.sched_getaffinity(0)))
     if device.type == "cuda" or workers <= 1:
         return [run_task(task, device.type, progress) for task in tasks]
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:  # spawn: torch and fork don't mix
+    with worker_pool(workers) as pool:
         return list(pool.map(run_task, tasks, [device.type] * len(tasks), [progress] * len(tasks)))
 
 

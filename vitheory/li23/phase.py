@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +22,7 @@ from vitheory.core.artifacts import read_table
 from vitheory.core.device import seeded
 from vitheory.core.ensemble import Ensemble, SGDConfig, Stacked, chunk_plan, loss_and_error, train_ensemble
 from vitheory.core.paths import artifact, runs
+from vitheory.core.processes import worker_pool
 from vitheory.li23.models import builder
 from vitheory.li23.params import CNNRecipe, FitParams, GridParams, PhaseParams, ViTRecipe, cell_tokens
 from vitheory.li23.tokens import generate
@@ -95,8 +94,8 @@ def run_grids(cfg: PhaseParams, grids: Sequence[str], model: str, device: torch.
         chunks += [mine[i:i + size] for i in range(0, len(mine), size)]
     if workers == 1:
         results = [run_chunk(cfg, model, chunk, device.type, torch.get_num_threads()) for chunk in chunks]
-    else:  # one single-thread process per core; spawn: forking a process that ran torch can hang
-        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+    else:  # one single-thread process per core
+        with worker_pool(workers) as pool:
             jobs = pool.map(run_chunk, [cfg] * len(chunks), [model] * len(chunks), chunks,
                             [device.type] * len(chunks), [1] * len(chunks))
             results = list(tqdm(jobs, total=len(chunks), desc=f"phase {model} ({', '.join(grids)})",
