@@ -262,7 +262,8 @@ PAPER = Paper(
                       Criterion("permuted_structure_gain", ">=", 0.1)),
             # the score must see the structure the natural-image ViT surely learned, or it says nothing
             conditions=(Criterion("natural_structure_gain", ">=", 0.1),),
-            evidence=(figure_path(figures.REAL_ACCURACY), figure_path(figures.POSITIONAL_MAPS)),
+            evidence=(figure_path(figures.REAL_ACCURACY), figure_path(figures.POSITIONAL_MAPS),
+                      artifact("real_metrics")),
             samples=_real_samples,
             statistics=_jsl5_statistics,
             regime=_jsl5_regime,
@@ -273,7 +274,7 @@ PAPER = Paper(
                        "real images."),
             metric="mean test accuracy over seeds of the positional-attention and the vanilla ViT, natural images",
             criteria=(Criterion("positional_minus_vanilla", ">=", -0.03),),
-            evidence=(figure_path(figures.REAL_ACCURACY),),
+            evidence=(figure_path(figures.REAL_ACCURACY), artifact("real_metrics")),
             samples=_real_samples,
             statistics=_jsl6_statistics,
             regime=lambda params: training_regime(params.images, params.real),

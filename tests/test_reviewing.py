@@ -1,0 +1,86 @@
+"""What an artifact-evaluation reviewer checks first: the license, the citation metadata, and a
+reviewer's guide whose claim map and verdicts follow the paper table and the committed run."""
+
+import tomllib
+from pathlib import Path
+
+import yaml
+
+from vitheory import reviewing
+from vitheory.papers import PAPERS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _citation() -> tuple[str, str]:
+    return (ROOT / "CITATION.cff").read_text(), (ROOT / "pyproject.toml").read_text()
+
+
+def test_the_license_is_apache_2_and_the_project_names_it():
+    text = (ROOT / "LICENSE").read_text()
+    assert text.lstrip().startswith("Apache License\n                           Version 2.0, January 2004")
+    assert "END OF TERMS AND CONDITIONS" in text and "Copyright 2026 the vitheory authors" in text
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]
+
+
+def test_the_citation_file_is_complete_and_matches_the_project():
+    assert reviewing.citation_problems(*_citation()) == []
+
+
+def test_a_broken_citation_file_is_named():
+    cff, pyproject = _citation()
+    data = yaml.safe_load(cff)
+    assert reviewing.citation_problems("title: [unclosed", pyproject)[0].startswith("CITATION.cff: not valid YAML")
+    assert reviewing.citation_problems(yaml.safe_dump({k: v for k, v in data.items() if k != "title"}),
+                                       pyproject) == ["CITATION.cff: no title"]
+    assert reviewing.citation_problems(cff.replace('version: "0.1.0"', 'version: "0.0.9"'), pyproject) == [
+        "CITATION.cff: version '0.0.9' is not pyproject.toml's '0.1.0'"]
+    dropped = dict(data, references=data["references"][1:])
+    assert reviewing.citation_problems(yaml.safe_dump(dropped), pyproject) == [
+        f"CITATION.cff: [{PAPERS[0].key}] (arXiv 2302.06015) is not among the references"]
+    untitled = dict(data, references=[{k: v for k, v in r.items() if k != "title"} for r in data["references"]])
+    assert "CITATION.cff: reference 2 has no title" in reviewing.citation_problems(yaml.safe_dump(untitled), pyproject)
+
+
+def test_the_guide_is_current_and_every_claim_has_a_row():
+    text = (ROOT / reviewing.GUIDE).read_text()
+    assert reviewing.main(["--check"]) == 0
+    rows = reviewing.blocks(text)["claim-map"].splitlines()[2:]
+    assert [row.split(" | ")[0].strip("| ") for row in rows] == [c.id for p in PAPERS for c in p.claims]
+    for row in rows:  # every claim names at least one stage and one thing it reads or draws
+        assert "`" in row.split(" | ")[2] and "](../" in row
+
+
+def test_the_check_fails_when_a_claim_loses_its_row(tmp_path, monkeypatch, capsys):
+    text = (ROOT / reviewing.GUIDE).read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| PK-8 | [PK22] |"))
+    guide = tmp_path / reviewing.GUIDE
+    guide.parent.mkdir()
+    guide.write_text(text.replace(row + "\n", ""))
+    for name in ("CITATION.cff", "pyproject.toml", "reports"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    monkeypatch.setattr(reviewing, "ROOT", tmp_path)
+    assert reviewing.main(["--check"]) == 1
+    assert "the claim-map block is stale" in capsys.readouterr().err
+
+
+def test_stage_times_take_each_stage_last_run(tmp_path):
+    timings = tmp_path / reviewing.TIMINGS
+    timings.mkdir(parents=True)
+    (timings / "train_real.jsonl").write_text(
+        '{"finished": "2026-01-01T00:00:00+00:00", "seconds": 9.0, "argv": ["--model", "vit"]}\n'
+        '{"finished": "2026-01-01T00:01:00+00:00", "seconds": 5.0, "stage": "train_real@vit-natural", "cores": 2}\n'
+        '{"finished": "2026-01-01T00:02:00+00:00", "seconds": 7.5, "stage": "train_real@vit-natural", "cores": 2}\n')
+    (timings / "report.jsonl").write_text(
+        '{"finished": "2026-01-01T00:03:00+00:00", "seconds": 1.0, "stage": "report", "cores": 2}\n')
+    table = reviewing.stage_times(tmp_path).splitlines()
+    assert table[2:] == ["| `train_real@vit-natural` | 7.5 | 2026-01-01T00:02:00+00:00 |",
+                         "| `report` | 1.0 | 2026-01-01T00:03:00+00:00 |",
+                         "| **all 2 stage runs** | **8.5** | on 2 cores |"]
+    assert reviewing.stage_times(tmp_path / "elsewhere") is None
+
+
+def test_rewriting_the_guide_keeps_what_is_written_by_hand():
+    text = "intro\n<!-- BEGIN a (x) -->\nold\n<!-- END a -->\nmiddle\n<!-- BEGIN b -->\nkept\n<!-- END b -->\n"
+    assert reviewing.rewrite(text, {"a": "new\n"}) == text.replace("old", "new")

@@ -1,0 +1,155 @@
+"""What a reviewer checks first: the generated parts of the reviewer's guide (docs/REVIEWING.md) and
+the citation metadata.
+
+The guide's generated blocks: the map from each claim to the stages, artifacts, figures and report
+rows that support it (from the paper table and dvc.yaml), the committed run's verdicts (from
+reports/verdicts.json), and the time each stage took in the last run on this machine (from what each
+stage logs of its own run, reports/timings: dvc.lock keeps no times).
+
+    python -m vitheory.reviewing           # rewrite the blocks (the times only if a run logged them)
+    python -m vitheory.reviewing --check   # exit 1 if the claim map or the verdicts are stale, or
+                                           # CITATION.cff does not match the project
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import yaml
+
+from vitheory.core.artifacts import read_json
+from vitheory.core.cli import TIMINGS
+from vitheory.core.paths import ROOT, outputs, stages
+from vitheory.core.paths import artifact
+from vitheory.papers import PAPERS
+
+GUIDE = Path("docs/REVIEWING.md")
+CITATION = Path("CITATION.cff")
+# Citation File Format 1.2.0's required keys, of the file and of each reference
+CFF_REQUIRED = ("cff-version", "message", "title", "authors")
+CFF_REFERENCE_REQUIRED = ("type", "title", "authors")
+ARXIV = re.compile(r"arXiv[ :](\d{4}\.\d{4,5})")
+BLOCK = re.compile(r"(<!-- BEGIN (?P<name>[\w-]+)[^>]*-->\n)(?P<body>.*?)(<!-- END (?P=name) -->)", re.S)
+
+
+def _link(path: Path) -> str:
+    """A path of the repository as a link from docs/."""
+    return f"[`{path.as_posix()}`](../{path.as_posix()})"
+
+
+def _writers(path: Path) -> list[str]:
+    """The stages whose outputs are `path`, hold it, or lie inside it (a folder of per-run files)."""
+    return [name for name, stage in stages().items()
+            if any(out == path or out in path.parents or path in out.parents for out in map(Path, outputs(stage)))]
+
+
+def claim_map() -> str:
+    """One row per claim of every paper: the stages that write its evidence (a matrix stage by its
+    name, all its runs meant), the data it reads, its figures, and where the report states it."""
+    lines = ["| claim | paper | stages | tables and metrics it reads | figures | report |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for paper in PAPERS:
+        for claim in paper.claims:
+            writers = sorted({name.split("@")[0] for path in claim.evidence for name in _writers(path)})
+            data = [path for path in claim.evidence if path.suffix != ".png"]
+            figures = [path for path in claim.evidence if path.suffix == ".png"]
+            lines.append(f"| {claim.id} | [{paper.key}] | {', '.join(f'`{s}`' for s in writers)} | "
+                         f"{'<br>'.join(map(_link, data))} | {'<br>'.join(map(_link, figures))} | "
+                         f"`reports/claims.json` id {claim.id}; REPORT.md claims table and section {claim.id} |")
+    return "\n".join(lines) + "\n"
+
+
+def verdicts_table(root: Path) -> str:
+    """The verdict of each claim in the committed run, in the paper table's order."""
+    verdicts = read_json(root / artifact("verdicts"))
+    lines = ["| claim | verdict |", "| --- | --- |"]
+    lines += [f"| {claim.id} | {verdicts.get(claim.id, 'missing from the run')} |"
+              for paper in PAPERS for claim in paper.claims]
+    return "\n".join(lines) + "\n"
+
+
+def citation_problems(cff_text: str, pyproject_text: str) -> list[str]:
+    """What is wrong with CITATION.cff: unparsable, a required key missing (of the file or a reference),
+    a version or license other than pyproject.toml's, a paper of the pipeline not among its references."""
+    try:
+        cff = yaml.safe_load(cff_text)
+    except yaml.YAMLError as err:
+        return [f"{CITATION}: not valid YAML ({err})"]
+    if not isinstance(cff, dict):
+        return [f"{CITATION}: not a mapping of keys"]
+    problems = [f"{CITATION}: no {key}" for key in CFF_REQUIRED if not cff.get(key)]
+    if str(cff.get("cff-version")) != "1.2.0":
+        problems.append(f"{CITATION}: cff-version is {cff.get('cff-version')!r}, not 1.2.0")
+    project = tomllib.loads(pyproject_text)["project"]
+    for key in ("version", "license"):
+        if str(cff.get(key)) != project.get(key):
+            problems.append(f"{CITATION}: {key} {cff.get(key)!r} is not pyproject.toml's {project.get(key)!r}")
+    references = cff.get("references") or []
+    for i, reference in enumerate(references):
+        problems += [f"{CITATION}: reference {i + 1} has no {key}" for key in CFF_REFERENCE_REQUIRED
+                     if not reference.get(key)]
+    cited = {match for reference in references for match in ARXIV.findall(yaml.safe_dump(reference))}
+    for paper in PAPERS:
+        arxiv = ARXIV.search(paper.citation)[1]
+        if arxiv not in cited:
+            problems.append(f"{CITATION}: [{paper.key}] (arXiv {arxiv}) is not among the references")
+    return problems
+
+
+def stage_times(root: Path) -> str | None:
+    """Each stage's last logged run on this machine and their total; None when no stage logged one."""
+    latest: dict[str, dict] = {}
+    for log in sorted((root / TIMINGS).glob("*.jsonl")):
+        for line in log.read_text().splitlines():
+            record = json.loads(line)
+            if "stage" in record:  # records before the stage name was logged cannot be attributed
+                latest[record["stage"]] = record
+    if not latest:
+        return None
+    lines = ["| stage | seconds | finished (UTC) |", "| --- | ---: | --- |"]
+    lines += [f"| `{stage}` | {record['seconds']:,.1f} | {record['finished']} |"
+              for stage, record in sorted(latest.items(), key=lambda item: item[1]["finished"])]
+    total = sum(record["seconds"] for record in latest.values())
+    cores = {record.get("cores") for record in latest.values()}
+    lines.append(f"| **all {len(latest)} stage runs** | **{total:,.1f}** | on {', '.join(map(str, cores))} cores |")
+    return "\n".join(lines) + "\n"
+
+
+def blocks(text: str) -> dict[str, str]:
+    """The generated blocks of the guide, by name."""
+    return {match["name"]: match["body"] for match in BLOCK.finditer(text)}
+
+
+def rewrite(text: str, generated: dict[str, str]) -> str:
+    """`text` with each named block's body replaced; a block not named keeps its body."""
+    return BLOCK.sub(lambda m: m[1] + generated.get(m["name"], m["body"]) + m[4], text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the claim map is stale")
+    args = parser.parse_args(argv)
+    path = ROOT / GUIDE
+    text = path.read_text()
+    generated = {"claim-map": claim_map(), "verdicts": verdicts_table(ROOT)}
+    if args.check:
+        problems = [f"{GUIDE}: the {name} block is stale; run `python -m vitheory.reviewing`"
+                    for name, body in generated.items() if blocks(text).get(name) != body]
+        problems += citation_problems((ROOT / CITATION).read_text(), (ROOT / "pyproject.toml").read_text())
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        return 1 if problems else 0
+    times = stage_times(ROOT)
+    if times is not None:
+        generated["stage-times"] = times
+    path.write_text(rewrite(text, generated))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
