@@ -172,7 +172,7 @@ def test_repro_writes_every_declared_output_and_the_claims(repo):
             for check in (*judged["criteria"].values(), *judged["conditions"].values()):
                 assert set(check) == {"threshold", "interval", "margin", "verdict"}
         for path in claim["evidence"]:
-            assert (repo / artifact("report").parent / path).is_file(), path
+            assert (repo / artifact("report").parent / path).exists(), path
     assert json.loads((repo / artifact("verdicts")).read_text()) == {c["id"]: c["verdict"] for c in claims}
     report = (repo / artifact("report")).read_text()
     for claim_id in CLAIM_IDS:
@@ -243,7 +243,8 @@ def test_forced_rerun_gives_the_same_bytes(repo):
     for path in (repo / TIMINGS).glob("*.jsonl"):  # every stage ran: each logged its wall clock again
         assert len(path.read_text().splitlines()) > logged[path.name], path.name
     timings = (repo / TIMINGS / "train_li_vit.jsonl").read_text().splitlines()
-    assert json.loads(timings[-1])["seconds"] > 0  # wall clock: logged, not tracked
+    last = json.loads(timings[-1])
+    assert last["seconds"] > 0 and last["stage"] == "train_li_vit"  # wall clock: logged, not tracked
     assert _run(["git", "check-ignore", "-q", str(TIMINGS / "train_li_vit.jsonl")], repo, check=False).returncode == 0
 
 
@@ -526,3 +527,108 @@ def test_a_killed_training_stage_resumes_to_the_same_bytes(repo, tmp_path):
     assert (copy / "dvc.lock").read_text() == lock
     assert _snapshot(copy) == uninterrupted
     assert _dvc("status", stage, "-q", cwd=copy, check=False).returncode == 0
+
+
+def _children() -> dict[int, list[int]]:
+    """Every live process's children, from /proc."""
+    tree: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if fields[0] != "Z":
+                tree.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    return tree
+
+
+def _descendants(pid: int) -> list[int]:
+    tree, found, todo = _children(), [], [pid]
+    while todo:
+        children = tree.get(todo.pop(), [])
+        found += children
+        todo += children
+    return sorted(found)
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for a parent to reap it."""
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return False
+
+
+def _stage_process(dvc_pid: int) -> int:
+    """The `python -m stages.train_real ...` process that `dvc` started (not the shell around it)."""
+    for pid in _descendants(dvc_pid):
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1:3] == [b"-m", b"stages.train_real"]:
+                return pid
+    raise AssertionError("no stage process found")
+
+
+def _start_long_training(repo: Path, tmp_path: Path) -> tuple[Path, str, Path, dict, str, subprocess.Popen]:
+    """A copy of `repo` where train_real@cnn-natural runs 60 epochs, its uninterrupted outputs and
+    lock recorded, then a forced rerun started in its own session and left once seeds 0 and 1 (trained
+    side by side by the two workers) have both saved an epoch."""
+    copy = tmp_path / "repo"
+    shutil.copytree(repo, copy, symlinks=True, ignore=shutil.ignore_patterns("tmp"))
+    params = yaml.safe_load((copy / "params.yaml").read_text())
+    _set(params, "real.epochs", 60)  # long enough to be killed in the middle
+    (copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    stage, state = "train_real@cnn-natural", copy / artifact("real_resume") / "cnn_natural"
+    _dvc("repro", stage, cwd=copy)
+    uninterrupted, lock = _snapshot(copy), (copy / "dvc.lock").read_text()
+    env = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    started = subprocess.Popen([sys.executable, "-m", "dvc", "repro", "-f", "-s", stage], cwd=copy, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    saved = (state / "seed_0.json", state / "seed_1.json")
+    while not all(map(Path.exists, saved)) and started.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert started.poll() is None, "the stage ended before the kill"
+    return copy, stage, state, uninterrupted, lock, started
+
+
+@pytest.mark.pipeline
+def test_killing_only_the_stage_process_takes_its_workers_and_a_torn_state_is_retrained(repo, tmp_path):
+    """SIGKILL to the stage's own process (as the OOM killer would): within seconds none of its
+    workers is alive; one seed's state cut in half is retrained with a warning; the rerun ends with
+    the uninterrupted bytes and a clean `dvc status`."""
+    copy, stage, state, uninterrupted, lock, started = _start_long_training(repo, tmp_path)
+    stage_process = _stage_process(started.pid)
+    workers = _descendants(stage_process)
+    assert workers, "the stage started no workers"
+    os.kill(stage_process, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while any(map(_alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(map(_alive, workers)), "a worker outlived the stage"
+    started.wait(timeout=60)
+    seed_0 = state / "seed_0.safetensors"
+    seed_0.write_bytes(seed_0.read_bytes()[:seed_0.stat().st_size // 2])
+
+    rerun = _dvc("repro", stage, cwd=copy)
+    assert "seed_0: resume state unreadable" in rerun.stderr and "resuming after epoch" in rerun.stderr
+    assert (copy / "dvc.lock").read_text() == lock
+    assert _snapshot(copy) == uninterrupted
+    assert _dvc("status", stage, "-q", cwd=copy, check=False).returncode == 0
+
+
+@pytest.mark.pipeline
+def test_a_rerun_cannot_race_an_orphaned_stage(repo, tmp_path):
+    """SIGKILL to `dvc` only leaves its stage running as an orphan: a new `dvc repro` of that stage
+    stops at once on the stage's lock, naming the holder; the orphan ends with the uninterrupted
+    bytes, and the next `dvc repro` brings the lock file up to date."""
+    copy, stage, _, uninterrupted, lock, started = _start_long_training(repo, tmp_path)
+    orphan = _stage_process(started.pid)
+    os.kill(started.pid, signal.SIGKILL)
+    started.wait()
+    second = _dvc("repro", stage, cwd=copy, check=False)
+    assert second.returncode != 0
+    assert f"error: stage {stage} is already running (pid {orphan} writes" in second.stderr
+    deadline = time.monotonic() + 300
+    while _alive(orphan) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _snapshot(copy) == uninterrupted
+    _dvc("repro", stage, cwd=copy)
+    assert (copy / "dvc.lock").read_text() == lock
+    assert _snapshot(copy) == uninterrupted
