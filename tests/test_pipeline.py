@@ -165,12 +165,14 @@ def test_repro_writes_every_declared_output_and_the_claims(repo):
     assert [c["id"] for c in claims] == CLAIM_IDS
     for claim in claims:
         assert set(claim) == {"id", "paper", "statement", "metric", "measured", "criteria", "conditions",
-                              "verdict", "units", "variants", "evidence"}
+                              "verdict", "units", "interval", "variants", "evidence"}
         for judged in (claim, *claim["variants"].values()):
             assert judged["verdict"] in (HOLDS, FAILS, INCONCLUSIVE)
             assert judged["criteria"], f"{claim['id']} has no criterion"
             for check in (*judged["criteria"].values(), *judged["conditions"].values()):
-                assert set(check) == {"threshold", "interval", "margin", "verdict"}
+                assert set(check) == {"threshold", "source", "interval", "jackknife_t", "bootstrap", "units", "df",
+                                      "unmeasured_resamples", "margin", "verdict"}
+                assert check["source"].startswith(("paper: ", "ours: "))
         for path in claim["evidence"]:
             assert (repo / artifact("report").parent / path).exists(), path
     assert json.loads((repo / artifact("verdicts")).read_text()) == {c["id"]: c["verdict"] for c in claims}

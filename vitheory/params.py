@@ -55,8 +55,8 @@ class RenderParams(Section):
 
 @dataclass(frozen=True)
 class ReportParams(Section):
-    bootstrap: int = knob(at_least(100))
     confidence: float = knob(Rule(lambda v: 0.5 <= v < 1, "in [0.5, 1)"))
+    bootstrap: int = knob(at_least(100))
     seed: int = knob(NON_NEGATIVE)
 
 

@@ -17,7 +17,7 @@ import torch
 
 from vitheory import CPU_NUMERICS
 from vitheory.core.artifacts import read_json
-from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, Bootstrap, evaluate
+from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, INTERVAL_METHOD, IntervalSettings, evaluate
 from vitheory.core.paths import outputs, stages
 from vitheory.papers import PAPERS
 from vitheory.params import Params
@@ -41,37 +41,53 @@ def _interval(check: dict[str, Any]) -> str:
     return "[n/a]" if low is None else f"[{fmt(low)}, {fmt(high)}]"
 
 
+def _source(check: dict[str, Any]) -> str:
+    """`paper` or `ours`, as the criterion's source says."""
+    return check["source"].partition(":")[0]
+
+
+def _units(check: dict[str, Any]) -> str:
+    return ", ".join(f"{group} {n}" for group, n in check["units"].items()) or "none (no spread)"
+
+
 def claims_table(records: list[dict[str, Any]]) -> list[str]:
-    """One row per claim: each criterion's measured value with its interval, threshold and margin, the
-    verdict, and the verdict under each other setting."""
-    lines = ["| paper | claim | measured [interval] | threshold | margin | verdict | other settings |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    """One row per claim: each criterion's measured value with its interval, threshold, the threshold's
+    source (the paper's or ours) and margin, the verdict, and the verdict under each other setting."""
+    lines = ["| paper | claim | measured [interval] | threshold | source | margin | verdict | other settings |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in records:
         checks = r["criteria"].items()
         measured = "<br>".join(f"{c.split()[0]} = {fmt(r['measured'][c.split()[0]])} {_interval(check)}"
                                for c, check in checks)
         threshold = "<br>".join(check["threshold"] for _, check in checks)
+        source = "<br>".join(_source(check) for _, check in checks)
         margin = "<br>".join(fmt(check["margin"]) for _, check in checks)
         others = "<br>".join(f"{name}: {variant['verdict']}" for name, variant in r["variants"].items())
-        lines.append(f"| [{r['paper']}] | {r['id']} | {measured} | {threshold} | {margin} | **{r['verdict']}** | "
-                     f"{others} |")
+        lines.append(f"| [{r['paper']}] | {r['id']} | {measured} | {threshold} | {source} | {margin} | "
+                     f"**{r['verdict']}** | {others} |")
     return lines
 
 
 def claim_section(record: dict[str, Any], regime: str, confidence: float) -> list[str]:
     lines = [f"### {record['id']}: **{record['verdict']}**", "", record["statement"], "",
              f"*Setting:* {regime}", "",
-             f"*Measured:* {record['metric']}. Units resampled for the {confidence:.0%} intervals: "
-             + ", ".join(f"{group} ({n})" for group, n in record["units"].items() if group != "settings") + ".", "",
-             "| setting | criterion | value | interval | margin | verdict |",
-             "| --- | --- | --- | --- | --- | --- |"]
+             f"*Measured:* {record['metric']}. Independent units: "
+             + ", ".join(f"{group} ({n})" for group, n in record["units"].items() if group != "settings")
+             + f"; each criterion's {confidence:.0%} interval takes its standard error from the units that move it.",
+             "", "| setting | criterion | value | interval | units (df) | margin | verdict |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     for setting, judged in {"this run": record, **record["variants"]}.items():
         for kind, checks in (("", judged["criteria"]), ("condition: ", judged["conditions"])):
             for criterion, check in checks.items():
                 quantity = criterion.split()[0]
+                df = "" if check["df"] is None else f" ({check['df']:.1f})"
                 lines.append(f"| {setting} | {kind}{criterion} | {fmt(judged['measured'][quantity])} | "
-                             f"{_interval(check)} | {fmt(check['margin'])} | {check['verdict']} |")
-        lines.append(f"| {setting} | **claim** | | | | **{judged['verdict']}** |")
+                             f"{_interval(check)} | {_units(check)}{df} | {fmt(check['margin'])} | {check['verdict']} |")
+        lines.append(f"| {setting} | **claim** | | | | | **{judged['verdict']}** |")
+    lines += ["", "Where each threshold comes from:", ""]
+    lines += [f"- `{kind}{criterion}`: {check['source']}"
+              for kind, checks in (("", record["criteria"]), ("condition: ", record["conditions"]))
+              for criterion, check in checks.items()]
     lines += ["", "| quantity | value |", "| --- | --- |"]
     lines += [f"| {quantity} | {fmt(value)} |" for quantity, value in record["measured"].items()]
     lines.append("")
@@ -97,14 +113,14 @@ def source_revision(root: Path) -> str:
     return f"`{head.stdout.strip()}`" + (f", with uncommitted changes to {', '.join(paths)}" if paths else "")
 
 
-def bootstrap(params: Params) -> Bootstrap:
+def interval_settings(params: Params) -> IntervalSettings:
     cfg = params.report
-    return Bootstrap(resamples=cfg.bootstrap, confidence=cfg.confidence, seed=cfg.seed)
+    return IntervalSettings(confidence=cfg.confidence, resamples=cfg.bootstrap, seed=cfg.seed)
 
 
 def evaluate_all(root: Path, params: Params) -> list[dict[str, Any]]:
     """The record of every claim of every paper, in the report's order."""
-    return [evaluate(claim, paper.key, root, bootstrap(params)) for paper in PAPERS for claim in paper.claims]
+    return [evaluate(claim, paper.key, root, interval_settings(params)) for paper in PAPERS for claim in paper.claims]
 
 
 def verdicts(records: list[dict[str, Any]]) -> dict[str, str]:
@@ -132,9 +148,12 @@ def render_report(records: list[dict[str, Any]], params: Params, params_text: st
     lines = ["# vitheory report", "",
              "Generated by `dvc repro` (stage `report`); every verdict below is computed from the "
              "measured numbers, never written by hand. A criterion holds when its whole "
-             f"{params.report.confidence:.0%} interval (a bootstrap over seeds, or mini-batches) lies on the "
-             "threshold's side, does not hold when it lies wholly on the other, and is inconclusive when it "
-             "straddles the threshold; a claim holds when all its criteria do.", "",
+             f"{params.report.confidence:.0%} interval lies on the threshold's side, does not hold when it lies "
+             "wholly on the other, and is inconclusive when it straddles the threshold; a claim holds when all "
+             f"its criteria do. Intervals: {INTERVAL_METHOD} (seeds are the units; what is measured inside a "
+             "seed, its mini-batches or blocks, is averaged inside it). Each threshold says whether it is the "
+             "paper's (a theorem, figure or sentence, often only a direction) or ours (with the reason), in the "
+             "source column and in each claim's section.", "",
              f"**Of {len(records)} claims, {counts[HOLDS]} hold, {counts[FAILS]} do not hold and "
              f"{counts[INCONCLUSIVE]} are inconclusive.**", ""]
     flips = [f"{r['id']} ({r['verdict']}; " + ", ".join(f"{name}: {v['verdict']}" for name, v in r["variants"].items())

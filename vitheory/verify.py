@@ -44,7 +44,7 @@ from vitheory.core.paths import artifact
 from vitheory.core.rederive import same
 from vitheory.papers import PAPERS, summary_checks
 from vitheory.params import DEFAULT_PATH, load_params
-from vitheory.report import bootstrap, fmt
+from vitheory.report import fmt, interval_settings
 
 
 def lock_problems(root: Path) -> list[str]:
@@ -74,7 +74,7 @@ def verify(root: Path = Path(".")) -> tuple[list[dict[str, Any]], list[str]]:
     for paper in PAPERS:
         for claim in paper.claims:
             try:
-                record = evaluate(claim, paper.key, root, bootstrap(params))
+                record = evaluate(claim, paper.key, root, interval_settings(params))
             except (VitheoryError, KeyError) as err:
                 problems.append(f"{claim.id}: cannot be measured: {err}")
                 continue

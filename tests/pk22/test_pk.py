@@ -152,3 +152,15 @@ def test_lesions_remove_one_residual_branch_at_a_time():
     images, labels = torch.randn(5, 1, 4, 4), torch.tensor([0, 1, 2, 0, 1])
     rows = lesion_rows("vit", 0, vit, images, labels)
     assert len(rows) == 4 and all(-1 <= row[-1] <= 1 for row in rows)
+
+
+def test_the_hessian_refuses_mini_batches_the_training_set_cannot_fill(default_params):
+    from dataclasses import replace
+
+    from vitheory.core.errors import ParamsError
+    from vitheory.pk22.hessian import check_batches
+
+    full = replace(default_params.pk, hessian_batches=4, hessian_batch_size=32)
+    check_batches(129, full, "vit_small")  # 10% of the digits' training images fill 4 batches of 32
+    with pytest.raises(ParamsError, match=r"4 x 64 exceeds the 129 training images model vit_small trained on"):
+        check_batches(129, replace(full, hessian_batch_size=64), "vit_small")

@@ -27,7 +27,8 @@ def test_pk7_compares_a_stages_closing_attention_block_with_the_blocks_before_it
 
 
 def _hessian_unit(low, high, share=0.1):
-    return {"top": [high, -abs(low)], "min": low, "max": high, "share": share}
+    """One seed: two mini-batches with the same spectrum."""
+    return [{"top": [high, -abs(low)], "min": low, "max": high, "share": share}] * 2
 
 
 def test_pk2_reads_both_ends_of_the_spectrum_not_the_top_five_alone():
@@ -66,3 +67,26 @@ def test_pk6_compares_on_small_data_and_needs_error_left():
     assert measured["alternet_minus_cnn_baseline_small_data"] == pytest.approx(-0.035)
     assert measured["least_test_error_small_data"] == pytest.approx(0.11)  # the lower of the mean errors
     assert measured["alternet_minus_cnn_baseline_all_data"] == pytest.approx(-0.001)
+
+
+
+def test_pk2_units_are_seeds_with_their_mini_batches_inside(tmp_path):
+    """The Hessian table's rows of one seed form one unit: 3 seeds of 4 mini-batches are 3 units, and
+    the statistics average the mini-batches inside their seed."""
+    from vitheory.core.artifacts import write_table
+    from vitheory.pk22 import hessian
+    from vitheory.pk22.tables import table_path
+
+    keys = [(model, seed, batch) for model in ("vit", "cnn") for seed in range(3) for batch in range(4)]
+    rows = [row for model, seed, batch in keys
+            for row in ((model, seed, batch, "top", 0, 1.0), (model, seed, batch, "min", 0, -float(seed)),
+                        (model, seed, batch, "max", 0, 10.0 + batch))]
+    density = [(model, seed, batch, node, eigenvalue, 0.5) for model, seed, batch in keys
+               for node, eigenvalue in enumerate((-1.0, 1.0))]
+    for name, columns, table in (("hessian", hessian.COLUMNS, rows), ("density", hessian.DENSITY_COLUMNS, density)):
+        (tmp_path / table_path(name)).parent.mkdir(parents=True, exist_ok=True)
+        write_table(tmp_path / table_path(name), list(columns), table)
+    samples = CLAIMS["PK-8"].samples(tmp_path)
+    assert {model: [len(seed) for seed in seeds] for model, seeds in samples.items()} == {"vit": [4] * 3, "cnn": [4] * 3}
+    assert [{batch["min"] for batch in seed} for seed in samples["vit"]] == [{0.0}, {-1.0}, {-2.0}]
+    assert CLAIMS["PK-8"].statistics(samples)["vit_lambda_max"] == pytest.approx(11.5)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -96,8 +97,9 @@ def _pk6_statistics(samples: Samples) -> Measured:
 
 
 def _hessian_samples(root: Path) -> Samples:
-    """Units: one (seed, mini-batch)'s top eigenvalues by magnitude, both ends of its spectrum and its
-    density's negative curvature share, one group per model."""
+    """Units: each seed's mini-batches (per mini-batch: its top eigenvalues by magnitude, both ends of its
+    spectrum and its density's negative curvature share), one group per model. The seed is the unit:
+    its mini-batches share one model, so they are measured inside it, never resampled as if independent."""
     found: dict[str, dict[tuple[int, int], dict[str, Any]]] = {}
     for model, seed, batch, which, _, eigenvalue in read_rows(root / table_path("hessian"), hessian.COLUMNS):
         unit = found.setdefault(model, {}).setdefault((seed, batch), {"top": []})
@@ -109,25 +111,34 @@ def _hessian_samples(root: Path) -> Samples:
     for model, units in found.items():
         for key, (nodes, weights) in zip(sorted(units), density_units(density, model), strict=True):
             units[key]["share"] = hessian.negative_curvature_share(nodes, weights)
-    return {model: [unit for _, unit in sorted(units.items())] for model, units in found.items()}
+    return {model: [[batches[key] for key in sorted(batches) if key[0] == seed]
+                    for seed in sorted({seed for seed, _ in batches})]
+            for model, batches in found.items()}
 
 
-def _negative_curvature(units: list[dict[str, Any]]) -> float:
+def _batches(samples: Samples, model: str) -> list[dict[str, Any]]:
+    """Every mini-batch of the model's seeds: a mean over them is the mean of the seeds' means (every
+    seed has as many mini-batches)."""
+    return [batch for seed in samples[model] for batch in seed]
+
+
+def _negative_curvature(batches: list[dict[str, Any]]) -> float:
     """How far the spectrum reaches below zero against above: mean over mini-batches of
     max(0, -lambda_min) / lambda_max. Free of the top-5 cutoff, which hid the ViT's lambda_min."""
-    return statistics.mean(max(0.0, -unit["min"]) / unit["max"] for unit in units)
+    return statistics.mean(max(0.0, -batch["min"]) / batch["max"] for batch in batches)
 
 
 def _pk2_statistics(samples: Samples) -> Measured:
     measured = {}
     for model in ("vit", "cnn", "vit_gap", "vit_small"):
-        eigenvalues = np.array([value for unit in samples[model] for value in unit["top"]])
+        batches = _batches(samples, model)
+        eigenvalues = np.array([value for batch in batches for value in batch["top"]])
         positive = eigenvalues[eigenvalues > 0]
         measured |= {f"{model}_nep": float((eigenvalues < 0).mean()),
                      f"{model}_ape": float(positive.mean()) if len(positive) else 0.0,
-                     f"{model}_negative_curvature": _negative_curvature(samples[model]),
-                     f"{model}_negative_curvature_share": statistics.mean(unit["share"] for unit in samples[model]),
-                     f"{model}_lambda_min": statistics.mean(unit["min"] for unit in samples[model])}
+                     f"{model}_negative_curvature": _negative_curvature(batches),
+                     f"{model}_negative_curvature_share": statistics.mean(batch["share"] for batch in batches),
+                     f"{model}_lambda_min": statistics.mean(batch["min"] for batch in batches)}
     curvature = {model: measured[f"{model}_negative_curvature"] for model in ("vit", "cnn", "vit_gap", "vit_small")}
     return measured | {"vit_minus_cnn_negative_curvature": curvature["vit"] - curvature["cnn"],
                        "small_data_minus_vit_negative_curvature": curvature["vit_small"] - curvature["vit"],
@@ -138,9 +149,11 @@ def _pk2_statistics(samples: Samples) -> Measured:
 
 
 def _pk8_statistics(samples: Samples) -> Measured:
-    largest = {model: statistics.mean(unit["max"] for unit in samples[model]) for model in ("vit", "cnn")}
-    return {"vit_lambda_max": largest["vit"], "cnn_lambda_max": largest["cnn"],
-            "vit_over_cnn_lambda_max": largest["vit"] / largest["cnn"]}
+    largest = {model: statistics.mean(batch["max"] for batch in _batches(samples, model)) for model in ("vit", "cnn")}
+    ratio = largest["vit"] / largest["cnn"]
+    # the claim reads on the log scale, where a ratio's interval is symmetric and stays positive
+    return {"vit_lambda_max": largest["vit"], "cnn_lambda_max": largest["cnn"], "vit_over_cnn_lambda_max": ratio,
+            "log_vit_over_cnn_lambda_max": math.log(ratio) if ratio > 0 else None}
 
 
 def _lesion_samples(root: Path) -> Samples:
@@ -221,9 +234,13 @@ PAPER = Paper(
             metric=("test error minus training error (mean over seeds) on the smallest class-balanced fraction of "
                     "the training images and on all of them, every fraction trained for as many optimiser steps as "
                     "all the data; its growth as data shrinks, ViT against CNN"),
-            criteria=(Criterion("vit_minus_cnn_gap_growth", "<=", 0.0),),
+            criteria=(Criterion("vit_minus_cnn_gap_growth", "<=", 0.0,
+                                ("ours: [PK22] says ViTs' poor small-data accuracy 'does not derive from overfitting'; "
+                                 "reading that as a gap that grows no more than the CNN's is ours")),),
             # a ViT that never left chance on the smallest fraction shows no overfitting for the wrong reason
-            conditions=(Criterion("vit_train_error_smallest", "<=", 0.5),),
+            conditions=(Criterion("vit_train_error_smallest", "<=", 0.5,
+                                  ("ours: a ViT that never left chance on the smallest fraction shows no overfitting "
+                                   "for the wrong reason; 50% error is our cut")),),
             evidence=(figure_path(figures.SMALL_DATA), artifact("pk_train_runs"), artifact("pk_train_metrics")),
             samples=_training_samples,
             statistics=_pk1_statistics,
@@ -240,10 +257,17 @@ PAPER = Paper(
                     "negative directions, tr(H_-^2) / tr(H^2), from its density by stochastic Lanczos quadrature; "
                     "beside them the official NEP (share of negative among the top eigenvalues by magnitude), "
                     "which rests on a handful of eigenvalues"),
-            criteria=(Criterion("vit_minus_cnn_negative_curvature", ">", 0.0),
-                      Criterion("vit_minus_cnn_negative_curvature_share", ">", 0.0),
-                      Criterion("small_data_minus_vit_negative_curvature", ">", 0.0),
-                      Criterion("gap_minus_vit_negative_curvature", "<", 0.0)),
+            criteria=(Criterion("vit_minus_cnn_negative_curvature", ">", 0.0,
+                                ("paper: [PK22] Hessian spectra (seed summary): 'ViT has a large number of negative "
+                                 "eigenvalues ... while ResNet does not'; the sign")),
+                      Criterion("vit_minus_cnn_negative_curvature_share", ">", 0.0,
+                                ("paper: [PK22] Hessian spectra (seed summary): 'ViT has a large number of negative "
+                                 "eigenvalues ... while ResNet does not'; the sign")),
+                      Criterion("small_data_minus_vit_negative_curvature", ">", 0.0,
+                                ("paper: [PK22] Hessian spectra (seed summary): a 'large dataset suppress negative "
+                                 "eigenvalues'; the sign")),
+                      Criterion("gap_minus_vit_negative_curvature", "<", 0.0,
+                                "paper: [PK22] (seed summary): 'GAP suppressed the negative eigenvalues'; the sign")),
             evidence=(figure_path(figures.HESSIAN), table_path("hessian"), artifact("pk_metrics")),
             samples=_hessian_samples,
             statistics=_pk2_statistics,
@@ -257,8 +281,15 @@ PAPER = Paper(
             metric=("mean over blocks of each kind and over seeds of the change, across the block, of the log "
                     "amplitude at the end of the official half-diagonal, (1 - 2/h) pi, minus that at frequency 0; "
                     "blocks that downsample are left out; also the share of blocks and seeds with the claimed sign"),
-            criteria=(Criterion("vit_msa_change", "<", 0.0), Criterion("vit_mlp_change", ">", 0.0),
-                      Criterion("cnn_conv_change", ">", 0.0)),
+            criteria=(Criterion("vit_msa_change", "<", 0.0,
+                                ("paper: [PK22] Fourier analysis (seed summary): 'MSAs reduce high-frequency "
+                                 "signals (acting as low-pass filters)'; the sign")),
+                      Criterion("vit_mlp_change", ">", 0.0,
+                                ("paper: [PK22] Fourier analysis (as SCIENCE.md reads it): the high-frequency "
+                                 "amplitude rises across MLP blocks; the sign")),
+                      Criterion("cnn_conv_change", ">", 0.0,
+                                ("paper: [PK22] Fourier analysis (seed summary): Convs 'amplify them (acting as "
+                                 "high-pass filters)'; the sign"))),
             evidence=(figure_path(figures.FEATURES), table_path("profiles"), artifact("pk_metrics")),
             samples=_profile_samples,
             statistics=_block_changes("high_frequency"),
@@ -269,8 +300,15 @@ PAPER = Paper(
             statement="Attention blocks reduce the spatial variance of the feature maps; conv and MLP blocks raise it.",
             metric=("mean over blocks of each kind and over seeds of the change of the spatial variance across the "
                     "block, blocks that downsample left out; also the share of blocks and seeds with the claimed sign"),
-            criteria=(Criterion("vit_msa_change", "<", 0.0), Criterion("vit_mlp_change", ">", 0.0),
-                      Criterion("cnn_conv_change", ">", 0.0)),
+            criteria=(Criterion("vit_msa_change", "<", 0.0,
+                                ("paper: [PK22] (seed summary): 'MSAs aggregate feature maps by reducing "
+                                 "variance'; the sign")),
+                      Criterion("vit_mlp_change", ">", 0.0,
+                                ("paper: [PK22] feature-map variance (as SCIENCE.md reads it): MLP blocks raise "
+                                 "it; the sign")),
+                      Criterion("cnn_conv_change", ">", 0.0,
+                                ("paper: [PK22] feature-map variance (as SCIENCE.md reads it): conv blocks raise "
+                                 "it (seed: MSAs reduce it 'while Convs do not'); the sign"))),
             evidence=(figure_path(figures.FEATURES), table_path("profiles"), artifact("pk_metrics")),
             samples=_profile_samples,
             statistics=_block_changes("variance"),
@@ -283,8 +321,12 @@ PAPER = Paper(
             metric=("each model's accuracy drop under noise band-passed at the highest frequency minus its drop "
                     "at the lowest (its profile over frequency; the models' clean accuracies differ), mean over "
                     "seeds; the ViT's profile against the CNN's"),
-            criteria=(Criterion("vit_minus_cnn_high_minus_low", "<", 0.0),),
-            conditions=(Criterion("least_noisy_accuracy", ">=", 0.5),),
+            criteria=(Criterion("vit_minus_cnn_high_minus_low", "<", 0.0,
+                                ("paper: [PK22] (as SCIENCE.md reads it): ViTs robust to high-, fragile to "
+                                 "low-frequency noise, CNNs the opposite; the sign")),),
+            conditions=(Criterion("least_noisy_accuracy", ">=", 0.5,
+                                  ("ours: no model may collapse under the noise (50% accuracy left at every band), "
+                                   "so the drops compare working models")),),
             evidence=(figure_path(figures.NOISE), table_path("noise"), artifact("pk_metrics")),
             samples=_noise_samples,
             statistics=_pk5_statistics,
@@ -297,8 +339,12 @@ PAPER = Paper(
             metric=("mean test error over seeds of AlterNet and of the CNN of the same shape, all conv blocks, on "
                     "the small class-balanced fractions of the training images (trained for as many steps as all "
                     "the data), mean over fractions; the gap on all the data beside it"),
-            criteria=(Criterion("alternet_minus_cnn_baseline_small_data", "<", 0.0),),
-            conditions=(Criterion("least_test_error_small_data", ">=", 0.01),),
+            criteria=(Criterion("alternet_minus_cnn_baseline_small_data", "<", 0.0,
+                                ("paper: [PK22] (seed summary): AlterNet 'outperformed CNNs not only on large "
+                                 "datasets but also on small datasets'; the sign")),),
+            conditions=(Criterion("least_test_error_small_data", ">=", 0.01,
+                                  ("ours: neither model at its ceiling on small data (at least 1 point of test error "
+                                   "left), or no difference can show")),),
             evidence=(figure_path(figures.SMALL_DATA), artifact("pk_train_runs"), artifact("pk_train_metrics")),
             samples=_training_samples,
             statistics=_pk6_statistics,
@@ -312,7 +358,9 @@ PAPER = Paper(
                     "residual branch (downsampling blocks have none and are left out): the test accuracy lost by "
                     "removing the stage's closing attention block minus the most lost by removing an earlier "
                     "block of the stage, mean over stages and seeds; the ViT's drops per branch beside it"),
-            criteria=(Criterion("end_of_stage_msa_minus_earlier_blocks", ">", 0.0),),
+            criteria=(Criterion("end_of_stage_msa_minus_earlier_blocks", ">", 0.0,
+                                ("paper: [PK22] lesion study (as SCIENCE.md reads it): MSAs at the end of a stage "
+                                 "matter most; the sign")),),
             evidence=(figure_path(figures.LESION), table_path("lesion"), artifact("pk_metrics")),
             samples=_lesion_samples,
             statistics=_pk7_statistics,
@@ -323,8 +371,10 @@ PAPER = Paper(
             statement=("MSAs flatten the loss landscape: the ViT's Hessian eigenvalues are smaller in magnitude than "
                        "the CNN's."),
             metric=("lambda_max of the Hessian of the training NLL + L2 (as PK-2), mean over mini-batches and "
-                    "seeds, ViT over CNN"),
-            criteria=(Criterion("vit_over_cnn_lambda_max", "<", 1.0),),
+                    "seeds, ViT over CNN, compared on the log scale (log ratio < 0: ratio < 1)"),
+            criteria=(Criterion("log_vit_over_cnn_lambda_max", "<", 0.0,
+                                ("paper: [PK22] Hessian spectra (seed summary): ViT's 'magnitude of positive "
+                                 "eigenvalues is lower than the one of ResNet'; the ratio's side of 1")),),
             evidence=(figure_path(figures.HESSIAN), table_path("hessian"), artifact("pk_metrics")),
             samples=_hessian_samples,
             statistics=_pk8_statistics,

@@ -13,6 +13,7 @@ from scipy.sparse.linalg import LinearOperator, eigsh
 from torch import nn
 from tqdm import tqdm
 
+from vitheory.core.errors import ParamsError
 from vitheory.images.params import RealTrainParams
 from vitheory.images.training import augment
 from vitheory.pk22.params import PKParams
@@ -108,12 +109,22 @@ def negative_curvature_share(nodes: np.ndarray, weights: np.ndarray) -> float:
     return float(energy[nodes < 0].sum() / energy.sum())
 
 
+def check_batches(n_images: int, cfg: PKParams, name: str) -> None:
+    """Refuse mini-batches that the `n_images` a model trained on cannot fill: an empty batch's Hessian is
+    the L2 term alone, a batch of two images a caricature of the loss's."""
+    if cfg.hessian_batches * cfg.hessian_batch_size > n_images:
+        raise ParamsError(f"pk.hessian_batches x pk.hessian_batch_size = {cfg.hessian_batches} x "
+                          f"{cfg.hessian_batch_size} exceeds the {n_images} training images model {name} trained "
+                          "on; lower them in params.yaml so that every mini-batch is full")
+
+
 def hessian_rows(name: str, seed: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: PKParams,
                  train: RealTrainParams) -> tuple[list[tuple], list[tuple]]:
     """On `cfg.hessian_batches` mini-batches of the model's own training images (x, y), augmented as it
     trained (`train`'s shifts and flips), the Hessian of NLL + L2: its top eigenvalues by magnitude (the
     official NEP and APE) and both ends of its spectrum, as rows of `COLUMNS`, and its density nodes as
-    rows of `DENSITY_COLUMNS`. The batches are the same for every seed of a model."""
+    rows of `DENSITY_COLUMNS`. The batches are the same for every seed of a model, and full."""
+    check_batches(len(y), cfg, name)
     order = torch.randperm(len(y), generator=torch.Generator().manual_seed(cfg.hessian_seed))
     augmentation = torch.Generator().manual_seed(cfg.hessian_seed)
     rows, density = [], []

@@ -41,6 +41,8 @@ def analyse(cfg: PKParams, train: RealTrainParams, smallest_fraction: float, alt
     Hessian on mini-batches of each model's own training images, augmented as it trained; AlterNet
     over all `alternet_seeds` it was trained with, the others over `train.seeds`."""
     x_test, y_test = data.x["test"][:cfg.n_images], data.y["test"][:cfg.n_images]
+    # before any compute: the smallest training set must fill the Hessian's mini-batches
+    hessian.check_batches(len(fraction_index(data.y["train"], smallest_fraction, images_seed)), cfg, "vit_small")
     tables: dict[str, list[tuple]] = {name: [] for name in TABLES}
     for name, folder in model_folders(smallest_fraction).items():
         own = fraction_index(data.y["train"], smallest_fraction if name == "vit_small" else 1.0, images_seed)
