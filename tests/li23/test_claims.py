@@ -115,3 +115,40 @@ def test_li5_says_what_the_marker_costs_and_what_removing_it_gains():
     assert learned["spurious_oracle_removal_gain"] == 0.7 - 0.5
     ignored = LI5.statistics({"seeds": [seed(0.8, 0.8, 0.8)] * 2, "settings": settings})
     assert ignored["spurious_marker_cost"] == 0 == ignored["spurious_oracle_removal_gain"]
+
+
+LI1 = next(claim for claim in PAPER.claims if claim.id == "LI-1")
+LI2 = next(claim for claim in PAPER.claims if claim.id == "LI-2")
+
+
+def _phase_units(vit_n_min, cnn_n_min, vit_steps, seeds=4, grid=(2, 4, 8, 16, 32, 64)):
+    """Per model, each seed's runs: success exactly from the given N on; steps to zero test error by alpha*."""
+    def runs(model, n_mins, steps):
+        return [[{"model": model, "alpha_star": a, "n_train": n, "seed": s, "test_error": 0.0 if n >= m else 0.1,
+                  "steps_to_zero_train_error": steps[a] // 2, "steps_to_zero_test_error": steps[a],
+                  "success": int(n >= m)} for a, m in n_mins.items() for n in grid] for s in range(seeds)]
+    return {"vit": runs("vit", vit_n_min, vit_steps), "cnn": runs("cnn", cnn_n_min, vit_steps),
+            "settings": [{"success_rate": 0.5}]}
+
+
+@pytest.mark.parametrize("vit_n_min,cnn_n_min,verdict", [
+    ({0.1: 64, 0.2: 16, 0.4: 4}, {0.1: 1000, 0.2: 64, 0.4: 16}, HOLDS),   # falls; the CNN never gets there
+    ({0.1: 16, 0.2: 16, 0.4: 16}, {0.1: 1000, 0.2: 64, 0.4: 16}, FAILS),  # flat: alpha* does not matter
+    ({0.1: 64, 0.2: 16, 0.4: 4}, {0.1: 32, 0.2: 8, 0.4: 4}, FAILS),       # the CNN needs fewer
+])
+def test_li1_decides_on_the_directions_and_describes_the_exponent(vit_n_min, cnn_n_min, verdict):
+    samples = _phase_units(vit_n_min, cnn_n_min, {0.1: 400, 0.2: 200, 0.4: 100})
+    measured = LI1.statistics(samples)
+    assert all(c.holds(measured[c.quantity]) for c in LI1.criteria) == (verdict == HOLDS)
+    assert {c.quantity for c in LI1.criteria} == {"vit_n_min_falls_as_alpha_grows",
+                                                  "cnn_needs_more_samples_at_smallest_alpha"}
+    if verdict == HOLDS:
+        assert measured["vit_exponent"] == pytest.approx(2.0)  # reported beside Theorem 1's 2, not tested
+
+
+@pytest.mark.parametrize("steps,holds", [({0.1: 400, 0.2: 200, 0.4: 100}, True),
+                                         ({0.1: 100, 0.2: 200, 0.4: 400}, False)])
+def test_li2_decides_on_the_direction_of_the_steps(steps, holds):
+    measured = LI2.statistics(_phase_units({0.1: 8, 0.2: 8, 0.4: 8}, {0.1: 8, 0.2: 8, 0.4: 8}, steps))
+    assert LI2.criteria[0].holds(measured["vit_steps_fall_as_alpha_grows"]) is holds
+    assert measured["vit_steps_exponent"] == pytest.approx(1.0 if holds else -1.0, abs=0.01)

@@ -60,7 +60,7 @@ def test_pk5_compares_profiles_and_needs_no_collapse():
 
 def test_pk6_compares_on_small_data_and_needs_error_left():
     def seed(alternet, cnn):
-        return {0.1: (0.0, alternet), 1.0: (0.0, 0.001)}, {0.1: (0.0, cnn), 1.0: (0.0, 0.002)}
+        return {0.1: (0.0, 0.0, alternet), 1.0: (0.0, 0.0, 0.001)}, {0.1: (0.0, 0.0, cnn), 1.0: (0.0, 0.0, 0.002)}
 
     units = [seed(0.10, 0.15), seed(0.12, 0.14)]
     measured = CLAIMS["PK-6"].statistics({"alternet": [a for a, _ in units], "cnn_baseline": [c for _, c in units]})
@@ -90,3 +90,21 @@ def test_pk2_units_are_seeds_with_their_mini_batches_inside(tmp_path):
     assert {model: [len(seed) for seed in seeds] for model, seeds in samples.items()} == {"vit": [4] * 3, "cnn": [4] * 3}
     assert [{batch["min"] for batch in seed} for seed in samples["vit"]] == [{0.0}, {-1.0}, {-2.0}]
     assert CLAIMS["PK-8"].statistics(samples)["vit_lambda_max"] == pytest.approx(11.5)
+
+
+def _training_units(small_train_error, small_test_error, small_train_loss, seeds=5):
+    """Each seed's (training NLL, training error, test error) on 10% of the data and on all of it."""
+    return [{0.1: (small_train_loss, small_train_error + 0.01 * s, small_test_error + 0.01 * s),
+             1.0: (0.1, 0.03, 0.05)} for s in range(seeds)]
+
+
+@pytest.mark.parametrize("small,holds", [
+    ((0.65, 0.70, 1.8), True),   # the ViT fails to fit its few images: training NLL and test error rise together
+    ((0.00, 0.45, 0.01), False),  # it memorises them and fails on new ones: overfitting
+])
+def test_pk1_tells_poor_optimisation_from_overfitting(small, holds):
+    units = _training_units(*small)
+    measured = CLAIMS["PK-1"].statistics({"vit": units, "cnn": _training_units(0.0, 0.2, 0.01)})
+    assert all(c.holds(measured[c.quantity]) for c in CLAIMS["PK-1"].criteria) is holds
+    assert measured["vit_train_share_of_test_error_rise"] == pytest.approx(
+        (small[0] + 0.02 - 0.03) / (small[1] + 0.02 - 0.05))

@@ -38,10 +38,10 @@ def _phase_samples(grid: str) -> Callable[[Path], Samples]:
     return samples
 
 
-def _falls(n_mins: dict[float, int | None]) -> bool:
-    """N_min never grows with alpha* and is smaller at the largest alpha* than at the smallest; a
-    censored N_min (never reached in the grid) counts as infinite."""
-    ordered = [math.inf if n is None else n for _, n in sorted(n_mins.items())]
+def _falls(by_alpha: dict[float, float | None]) -> bool:
+    """A count (N_min, steps) never grows with alpha* and is smaller at the largest alpha* than at the
+    smallest; a censored one (never reached in the grid) counts as infinite."""
+    ordered = [math.inf if n is None else n for _, n in sorted(by_alpha.items())]
     return all(a >= b for a, b in zip(ordered, ordered[1:])) and ordered[0] > ordered[-1]
 
 
@@ -73,7 +73,9 @@ def _li2_statistics(samples: Samples) -> Measured:
         for row in unit:
             if row["n_train"] == largest:
                 reached.setdefault(row["alpha_star"], []).append(row["steps_to_zero_test_error"] >= 0)
-    return {"vit_steps_exponent": scaling(samples["vit"], threshold)[3],
+    _, steps, _, exponent = scaling(samples["vit"], threshold)
+    return {"vit_steps_fall_as_alpha_grows": float(_falls(steps)),
+            "vit_steps_exponent": exponent,
             "cnn_steps_exponent": scaling(samples["cnn"], threshold)[3],
             # the mean steps count only the seeds that reached zero test error: most must have
             "vit_least_share_reaching_zero_test_error": min(statistics.mean(r) for r in reached.values())}
@@ -195,26 +197,22 @@ PAPER = Paper(
     claims=(
         Claim(
             id="LI-1",
-            statement=("The number of training samples the ViT needs for zero test error grows like 1/alpha*^2 "
-                       "as the fraction alpha* of label-relevant tokens shrinks; the CNN needs more samples."),
+            statement=("The number of training samples the ViT needs for zero test error grows as the fraction "
+                       "alpha* of label-relevant tokens shrinks (Theorem 1's sufficient N scales as 1/alpha*^2); "
+                       "the CNN needs more samples."),
             metric=("N_min(alpha*): the smallest N from which on at least the threshold share of seeds reach "
-                    "zero test error; its log-log slope against 1/alpha* (within [1.5, 2.5]); intervals from the "
-                    "seeds (jackknife)"),
+                    "zero test error. The verdict is on the directions the paper states; the log-log slope of "
+                    "N_min against 1/alpha* is described beside Theorem 1's 2, not tested (a sufficient bound "
+                    "is not a law)"),
             criteria=(Criterion("vit_n_min_falls_as_alpha_grows", ">=", 1.0,
                                 ("paper: [LI23] abstract: the sample complexity is 'positively correlated with the "
                                  "inverse of the fraction of label-relevant tokens'; the direction")),
-                      Criterion("vit_exponent", ">=", 1.5,
-                                ("ours: the exponent 2 is the paper's (N ~ 1/alpha*^2, Theorem 1); the band +-0.5 "
-                                 "around it, for fit noise over a few alpha*, is ours")),
-                      Criterion("vit_exponent", "<=", 2.5,
-                                ("ours: the exponent 2 is the paper's (N ~ 1/alpha*^2, Theorem 1); the band +-0.5 "
-                                 "around it, for fit noise over a few alpha*, is ours")),
                       Criterion("cnn_needs_more_samples_at_smallest_alpha", ">=", 1.0,
                                 ("paper: [LI23] Fig. 1 (as SCIENCE.md reads it): the CNN (b) needs more samples than "
                                  "the ViT (a); the direction, at the smallest alpha*"))),
             conditions=(Criterion("vit_grid_brackets_transition", ">=", 1.0,
-                                  ("ours: an exponent is evidence only where N_min is reached and above the grid's "
-                                   "floor at every alpha*, not set by the grid's ends")),),
+                                  ("ours: N_min is evidence only where it is reached and above the grid's floor at "
+                                   "every alpha*, not set by the grid's ends")),),
             variants=(Variant("wide grid", _phase_samples("wide")),),
             evidence=(*(figure_path(figures.phase_figure(name, grid)) for grid in ("default", "wide")
                         for name in (figures.PHASE_DIAGRAM, figures.SCALING)), artifact("phase_metrics")),
@@ -225,16 +223,13 @@ PAPER = Paper(
         Claim(
             id="LI-2",
             statement=("The number of SGD iterations to zero generalization (test) error, at a fixed step size, "
-                       "grows as alpha* shrinks, about as 1/alpha*."),
+                       "grows as alpha* shrinks (Theorem 1's sufficient T scales as 1/alpha*)."),
             metric=("mean over seeds of the SGD steps until zero test error at the largest N (checked every "
-                    "eval_every steps); its log-log slope against 1/alpha* (within [0.5, 1.5]); intervals from the "
-                    "seeds (jackknife)"),
-            criteria=(Criterion("vit_steps_exponent", ">=", 0.5,
-                                ("ours: the exponent 1 is the paper's (T ~ 1/alpha*, Theorem 1 as SCIENCE.md reads "
-                                 "it); the band +-0.5 around it, for fit noise, is ours")),
-                      Criterion("vit_steps_exponent", "<=", 1.5,
-                                ("ours: the exponent 1 is the paper's (T ~ 1/alpha*, Theorem 1 as SCIENCE.md reads "
-                                 "it); the band +-0.5 around it, for fit noise, is ours"))),
+                    "eval_every steps). The verdict is on the direction; the log-log slope against 1/alpha* is "
+                    "described beside Theorem 1's 1, not tested"),
+            criteria=(Criterion("vit_steps_fall_as_alpha_grows", ">=", 1.0,
+                                ("paper: [LI23] Theorem 1 (as SCIENCE.md reads it): the iterations needed grow as "
+                                 "alpha* shrinks; the direction")),),
             conditions=(Criterion("vit_least_share_reaching_zero_test_error", ">=", 0.5,
                                   ("ours: mean steps count only seeds reaching zero test error; at least half must, "
                                    "or the mean rests on a selected few")),),
