@@ -1,6 +1,8 @@
 """[JSL22] checks read the run's own score form, each ablation form and the variant partition from the
 stored metrics."""
 
+import json
+
 import pytest
 
 from vitheory.core.artifacts import write_json
@@ -11,9 +13,13 @@ from vitheory.jsl22.claims import PAPER
 CLAIMS = {claim.id: claim for claim in PAPER.claims}
 
 
-def _runs(error, exact):
-    unit = {"error_rate": error, "pos_exact": exact, "pos_overlap": exact, "attn_exact": exact, "loss": 0.1}
-    return {"initial": [unit | {"pos_exact": 0.0, "pos_overlap": 0.3}] * 3, "final": [unit] * 3}
+def _runs(error, exact, positional=None):
+    """Three seeds alike; `positional` is P P^T's association where it differs from the attention map's."""
+    positional = exact if positional is None else positional
+    unit = {"error_rate": error, "pos_exact": positional, "pos_overlap": positional, "attn_exact": exact,
+            "attn_overlap": exact, "loss": 0.1}
+    start = {"pos_exact": 0.0, "pos_overlap": 0.3, "attn_exact": 0.0, "attn_overlap": 0.3}
+    return {"initial": [unit | start] * 3, "final": [unit] * 3}
 
 
 def _plant(root, ablation):
@@ -44,3 +50,21 @@ def test_a_variant_whose_form_was_not_trained_names_the_params_to_add_it(tmp_pat
     _plant(tmp_path, {})
     with pytest.raises(ArtifactError, match="spatial.ablation"):
         CLAIMS["JSL-1"].variants[0].samples(tmp_path)
+
+
+@pytest.mark.parametrize("exact,positional,holds", [
+    (1.0, 1.0, True),     # every patch of every seed: Definition 2.2 holds
+    (0.98, 0.98, False),  # one patch in 64 off on every seed: the overlap is near 1, the definition does not hold
+    (0.2, 1.0, False),    # P P^T associates, but the attention map the model uses does not (the qk form)
+])
+def test_jsl2_is_definition_2_2_exactly_on_the_attention_map(tmp_path, exact, positional, holds):
+    _plant(tmp_path, {})
+    metrics = tmp_path / artifact("spatial_metrics")
+    stored = json.loads(metrics.read_text())
+    stored["runs"]["vit"] = _runs(0.02, exact, positional)
+    write_json(metrics, stored)
+    jsl2 = CLAIMS["JSL-2"]
+    measured = jsl2.measure(tmp_path)
+    assert measured["seeds_meeting_definition"] == (1.0 if holds else 0.0)
+    assert measured["final_positional_exact"] == pytest.approx(positional)
+    assert all(c.holds(measured[c.quantity]) for c in jsl2.criteria) is holds

@@ -105,15 +105,20 @@ def _jsl1_statistics(samples: Samples) -> Measured:
 
 
 def _jsl2_statistics(samples: Samples) -> Measured:
+    """Patch association on the scores the model attends with (its attention map: softmax of P P^T for
+    the `ppt` form, of (P W_Q)(P W_K)^T for `qk`), and of P P^T beside it. Definition 2.2 holds for a
+    seed when every patch's Top_C is exactly its set (a share of patches of 1)."""
     chance = samples["settings"][0]["chance"]
-    initial = _median(samples, "vit_initial", "pos_exact")
-    return {"final_exact": _median(samples, "vit", "pos_exact"),
-            "final_exact_min": min(unit["pos_exact"] for unit in samples["vit"]),
-            "final_overlap": _median(samples, "vit", "pos_overlap"), "initial_exact": initial,
-            "initial_overlap": _median(samples, "vit_initial", "pos_overlap"), "chance_exact": chance["exact"],
+    initial = _median(samples, "vit_initial", "attn_exact")
+    final = [unit["attn_exact"] for unit in samples["vit"]]
+    return {"seeds_meeting_definition": statistics.mean(share == 1.0 for share in final),
+            "final_exact": statistics.median(final), "final_exact_min": min(final),
+            "final_overlap": _median(samples, "vit", "attn_overlap"), "initial_exact": initial,
+            "initial_overlap": _median(samples, "vit_initial", "attn_overlap"), "chance_exact": chance["exact"],
             "chance_overlap": chance["overlap"], "initial_exact_minus_chance": initial - chance["exact"],
-            # the attention map's own association: with the qk form it is not P P^T's
-            "final_attention_exact": _median(samples, "vit", "attn_exact"),
+            # P P^T's own association: the same as the attention map's for `ppt`, not for `qk`
+            "final_positional_exact": _median(samples, "vit", "pos_exact"),
+            "final_positional_overlap": _median(samples, "vit", "pos_overlap"),
             "test_error": _median(samples, "vit", "error_rate")}
 
 
@@ -215,12 +220,14 @@ PAPER = Paper(
             statement=("Gradient descent makes the positional encodings learn patch association: the Top_C most "
                        "similar encodings of each patch are exactly its own set, from about chance at "
                        "initialisation."),
-            metric=("median over seeds of the share of patches whose Top_C of <p_i, p_j> equals their set, after "
-                    "training and at initialisation (minus chance); also the mean Top_C overlap and the attention "
-                    "map's association"),
-            criteria=(Criterion("final_exact", ">=", 0.9,
-                                ("ours: Definition 2.2 asks it of every patch (share 1.0); a median share of 0.9 is "
-                                 "our tolerance for a few misassigned patches")),
+            metric=("on the attention map the ViT uses (softmax of P P^T for the `ppt` form, of (P W_Q)(P W_K)^T "
+                    "for `qk`): the share of seeds for which Definition 2.2 holds exactly (every patch's Top_C is "
+                    "its set), and at initialisation the median share of such patches minus chance; described: "
+                    "the median share of patches, the Top_C overlap, and P P^T's own association"),
+            criteria=(Criterion("seeds_meeting_definition", ">=", 0.5,
+                                ("ours: Definition 2.2 is the paper's and asks it of every patch (share 1); that it "
+                                 "holds in at least half the seeds is our reading of the theorem's 'with high "
+                                 "probability'")),
                       Criterion("initial_exact_minus_chance", "<=", 0.1,
                                 ("ours: association must start about chance (paper Fig. 1a: initial P^T P random), "
                                  "so it is learned; the 0.1 margin is ours"))),
