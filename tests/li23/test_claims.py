@@ -98,23 +98,38 @@ def test_criterion_operators_margins_and_verdicts():
     assert claim_verdict([INCONCLUSIVE, FAILS]) == FAILS
 
 
+def _li5_seed(kept, clean=0.8, with_marker=0.5, marker_removed=0.7, attention_removed=0.6, patches=16):
+    """One seed's accuracies: `kept` maps a kept-token count to (attention, random, lowest), fine-tuned
+    and at inference alike; all tokens score 0.9."""
+    natural = {("natural", "all", patches, 0): 0.9}
+    natural |= {("natural", strategy, k, f): accuracy for k, accuracies in kept.items() for f in (0, 1)
+                for strategy, accuracy in zip(("attention", "random", "lowest"), accuracies)}
+    return natural | {("spurious_clean", "all", patches, 0): clean,
+                      ("spurious_decorrelated", "all", patches, 0): with_marker,
+                      ("spurious_decorrelated", "oracle", patches - 1, 0): marker_removed,
+                      ("spurious_decorrelated", "attention", patches - 1, 0): attention_removed}
+
+
 def test_li5_says_what_the_marker_costs_and_what_removing_it_gains():
-    patches, half = 16, 8
-
-    def seed(clean, with_marker, marker_removed):
-        natural = {("natural", s, n, f): 0.9 for s in ("all", "attention", "random", "lowest")
-                   for n in (patches, half) for f in (0, 1)}
-        return natural | {("spurious_clean", "all", patches, 0): clean,
-                          ("spurious_decorrelated", "all", patches, 0): with_marker,
-                          ("spurious_decorrelated", "oracle", patches - 1, 0): marker_removed,
-                          ("spurious_decorrelated", "attention", patches - 1, 0): with_marker}
-
-    settings = [{"patches": patches, "half": half}]
-    learned = LI5.statistics({"seeds": [seed(0.8, 0.5, 0.7)] * 2, "settings": settings})
-    assert learned["spurious_marker_cost"] == 0.8 - 0.5
-    assert learned["spurious_oracle_removal_gain"] == 0.7 - 0.5
-    ignored = LI5.statistics({"seeds": [seed(0.8, 0.8, 0.8)] * 2, "settings": settings})
+    settings = [{"patches": 16}]
+    learned = LI5.statistics({"seeds": [_li5_seed({8: (0.9, 0.5, 0.3)})] * 2, "settings": settings})
+    assert learned["spurious_marker_cost"] == pytest.approx(0.8 - 0.5)
+    assert learned["spurious_oracle_removal_gain"] == pytest.approx(0.7 - 0.5)
+    assert learned["spurious_attention_removal_gain"] == pytest.approx(0.6 - 0.5)
+    ignored = LI5.statistics({"seeds": [_li5_seed({8: (0.9, 0.5, 0.3)}, 0.8, 0.8, 0.8, 0.8)] * 2,
+                              "settings": settings})
     assert ignored["spurious_marker_cost"] == 0 == ignored["spurious_oracle_removal_gain"]
+
+
+@pytest.mark.parametrize("kept,best,holds", [
+    ({12: (0.91, 0.80, 0.70), 8: (0.85, 0.60, 0.40), 4: (0.60, 0.40, 0.20)}, 12, True),   # 12 of 16: no loss
+    ({12: (0.85, 0.80, 0.70), 8: (0.80, 0.60, 0.40), 4: (0.60, 0.40, 0.20)}, 12, False),  # a loss at every k
+    ({12: (0.91, 0.95, 0.70), 8: (0.85, 0.60, 0.40), 4: (0.60, 0.40, 0.20)}, 12, False),  # random does better
+])
+def test_li5_reads_the_keep_ratio_where_attention_does_best(kept, best, holds):
+    measured = LI5.statistics({"seeds": [_li5_seed(kept)] * 3, "settings": [{"patches": 16}]})
+    assert measured["best_kept_tokens"] == best
+    assert all(c.holds(measured[c.quantity]) for c in LI5.criteria) is holds
 
 
 LI1 = next(claim for claim in PAPER.claims if claim.id == "LI-1")

@@ -135,23 +135,33 @@ def _li5_samples(root: Path) -> Samples:
         key = (row["experiment"], row["strategy"], row["kept_tokens"], row["finetuned"])
         by_seed.setdefault(row["seed"], {})[key] = row["test_accuracy"]
     return {"seeds": [accuracies for _, accuracies in sorted(by_seed.items())],
-            "settings": [{"patches": metrics["patches"], "half": metrics["half"]}]}
+            "settings": [{"patches": metrics["patches"]}]}
 
 
 def _li5_statistics(samples: Samples) -> Measured:
-    patches, half = samples["settings"][0]["patches"], samples["settings"][0]["half"]
+    """Per kept-token count: the fine-tuned and inference accuracy of keeping the most attended tokens,
+    random ones and the least attended, against all tokens. The claim is read at the count where
+    attention-guided keeping does best against all tokens (the paper's 'a proper sparsification'), chosen
+    again on every resample. The marker-trained ViT, on images whose marker is a random class's: what
+    removing its least attended token (attention's choice) and the marker's token (an oracle, a
+    reference) gain against all tokens."""
+    patches = samples["settings"][0]["patches"]
 
     def mean(*key: Any) -> float:
         return statistics.mean(seed[key] for seed in samples["seeds"])
 
     full = mean("natural", "all", patches, 0)
-    measured = {"full_accuracy": full, "kept_tokens": half, "patch_tokens": patches}
-    for stage, finetuned in (("finetuned", 1), ("inference", 0)):
-        kept = {strategy: mean("natural", strategy, half, finetuned) for strategy in ("attention", "random", "lowest")}
-        measured |= {f"{stage}_{strategy}": value for strategy, value in kept.items()} | {
-            f"{stage}_attention_minus_full": kept["attention"] - full,
-            f"{stage}_attention_minus_random": kept["attention"] - kept["random"],
-            f"{stage}_attention_minus_lowest": kept["attention"] - kept["lowest"]}
+    counts = sorted({key[2] for key in samples["seeds"][0] if key[0] == "natural" and key[1] == "attention"})
+    measured: Measured = {"full_accuracy": full, "patch_tokens": patches}
+    for kept in counts:
+        for stage, finetuned in (("finetuned", 1), ("inference", 0)):
+            measured |= {f"{stage}_{strategy}_{kept}": mean("natural", strategy, kept, finetuned)
+                         for strategy in ("attention", "random", "lowest")}
+    best = max(counts, key=lambda kept: measured[f"finetuned_attention_{kept}"])
+    measured |= {"best_kept_tokens": best,
+                 "best_attention_minus_full": measured[f"finetuned_attention_{best}"] - full,
+                 "best_attention_minus_random": measured[f"finetuned_attention_{best}"] - measured[f"finetuned_random_{best}"],
+                 "best_attention_minus_lowest": measured[f"finetuned_attention_{best}"] - measured[f"finetuned_lowest_{best}"]}
     decorrelated = {strategy: mean("spurious_decorrelated", strategy, patches - (strategy != "all"), 0)
                     for strategy in ("all", "oracle", "attention")}
     clean = mean("spurious_clean", "all", patches, 0)
@@ -295,23 +305,24 @@ PAPER = Paper(
                        "ViT on real images, and removing a spurious token does too (the paper: \"a proper token "
                        "sparsification can improve the test performance by removing label-irrelevant and/or noisy "
                        "tokens, including spurious correlations\")."),
-            metric=("test accuracy of the trained ViT keeping half its patch tokens, the most attended (mean "
-                    "attention from the class token over heads and layers), after a short fine-tune on them, "
-                    "against all tokens and against random and least attended halves; and of a ViT trained "
-                    "with a class-correlated marker patch, on test images whose marker is a random class's, "
-                    "with the marker's token removed (an oracle) against all tokens; mean over seeds"),
-            criteria=(Criterion("finetuned_attention_minus_full", ">=", 0.0,
+            metric=("test accuracy of the trained ViT keeping k of its patch tokens (every k of "
+                    "sparsify_real.keep_tokens), the most attended (mean attention from the class token over heads "
+                    "and layers), after a short fine-tune on them, read at the k where that does best against all "
+                    "tokens, and against random and least attended tokens at that k; and of a ViT trained with a "
+                    "class-correlated marker patch, on test images whose marker is a random class's, with its least "
+                    "attended token removed (the marker's token removed by an oracle: a reference); mean over seeds"),
+            criteria=(Criterion("best_attention_minus_full", ">=", 0.0,
                                 ("paper: [LI23] abstract: 'a proper token sparsification can improve the test "
-                                 "performance'; keeps or improves, no margin")),
-                      Criterion("finetuned_attention_minus_random", ">", 0.0,
-                                ("ours: control we added: attention must pick a better half than chance, or the "
-                                 "result is not attention's guidance")),
-                      Criterion("finetuned_attention_minus_lowest", ">", 0.0,
-                                ("ours: control we added: the most attended half must beat the least attended, so "
+                                 "performance'; at some k it keeps or improves, no margin")),
+                      Criterion("best_attention_minus_random", ">", 0.0,
+                                ("ours: control we added: there, attention must pick better tokens than chance, or "
+                                 "the result is not attention's guidance")),
+                      Criterion("best_attention_minus_lowest", ">", 0.0,
+                                ("ours: control we added: there, the most attended must beat the least attended, so "
                                  "the attention ranking carries information")),
-                      Criterion("spurious_oracle_removal_gain", ">=", 0.0,
+                      Criterion("spurious_attention_removal_gain", ">=", 0.0,
                                 ("paper: [LI23] abstract: sparsification can improve test performance by removing "
-                                 "tokens 'including spurious correlations'; no margin"))),
+                                 "tokens 'including spurious correlations'; attention's own choice, no margin"))),
             evidence=(figure_path(figures.SPARSIFY_REAL), artifact("sparsify_real_runs"),
                       artifact("sparsify_real_metrics")),
             samples=_li5_samples,
