@@ -108,3 +108,22 @@ def test_pk1_tells_poor_optimisation_from_overfitting(small, holds):
     assert all(c.holds(measured[c.quantity]) for c in CLAIMS["PK-1"].criteria) is holds
     assert measured["vit_train_share_of_test_error_rise"] == pytest.approx(
         (small[0] + 0.02 - 0.03) / (small[1] + 0.02 - 0.05))
+
+
+def _profile(kinds_and_values):
+    """One seed's feature-map profile: the embedding, then a block of each kind with its value after it."""
+    rows = [{"kind": "embed", "tokens": 16, "high_frequency": 0.0, "variance": 0.0}]
+    return rows + [{"kind": kind, "tokens": 16, "high_frequency": value, "variance": value}
+                   for kind, value in kinds_and_values]
+
+
+@pytest.mark.parametrize("alternet_msa,holds", [(-0.5, True), (0.5, False)])
+def test_pk3_and_pk4_read_alternets_closing_attention_blocks_too(alternet_msa, holds):
+    """The ViT and the CNN as claimed in both; AlterNet's attention block after its conv decides."""
+    vit = _profile([("msa", -0.5), ("mlp", 0.5)])
+    cnn = _profile([("conv", 0.5), ("conv", 1.0)])
+    alternet = _profile([("conv", 1.0), ("msa", 1.0 + alternet_msa)])
+    for claim in ("PK-3", "PK-4"):
+        measured = CLAIMS[claim].statistics({"vit": [vit] * 3, "cnn": [cnn] * 3, "alternet": [alternet] * 3})
+        assert measured["alternet_msa_change"] == pytest.approx(alternet_msa)
+        assert all(c.holds(measured[c.quantity]) for c in CLAIMS[claim].criteria) is holds

@@ -201,7 +201,8 @@ def _profile_samples(root: Path) -> Samples:
 def _block_changes(quantity: str) -> Callable[[Samples], Measured]:
     def measure(samples: Samples) -> Measured:
         measured = {}
-        for model, kind, sign in (("vit", "msa", -1), ("vit", "mlp", 1), ("cnn", "conv", 1)):
+        for model, kind, sign in (("vit", "msa", -1), ("vit", "mlp", 1), ("cnn", "conv", 1), ("alternet", "msa", -1),
+                                  ("alternet", "conv", 1)):
             changes = [change for profile in samples[model] for change in block_changes(profile, quantity)[kind]]
             measured |= {f"{model}_{kind}_change": statistics.mean(changes),
                          # the share of (block, seed) pairs with the claimed sign, not only the mean's
@@ -303,7 +304,10 @@ PAPER = Paper(
                                  "amplitude rises across MLP blocks; the sign")),
                       Criterion("cnn_conv_change", ">", 0.0,
                                 ("paper: [PK22] Fourier analysis (seed summary): Convs 'amplify them (acting as "
-                                 "high-pass filters)'; the sign"))),
+                                 "high-pass filters)'; the sign")),
+                      Criterion("alternet_msa_change", "<", 0.0,
+                                ("paper: [PK22] Figs. 8-9 (as the review reads them): AlterNet's MSA blocks, closing "
+                                 "each stage, reduce the high-frequency amplitude; the sign"))),
             evidence=(figure_path(figures.FEATURES), table_path("profiles"), artifact("pk_metrics")),
             samples=_profile_samples,
             statistics=_block_changes("high_frequency"),
@@ -322,7 +326,10 @@ PAPER = Paper(
                                  "it; the sign")),
                       Criterion("cnn_conv_change", ">", 0.0,
                                 ("paper: [PK22] feature-map variance (as SCIENCE.md reads it): conv blocks raise "
-                                 "it (seed: MSAs reduce it 'while Convs do not'); the sign"))),
+                                 "it (seed: MSAs reduce it 'while Convs do not'); the sign")),
+                      Criterion("alternet_msa_change", "<", 0.0,
+                                ("paper: [PK22] Figs. 8-9 (as the review reads them): AlterNet's MSA blocks, closing "
+                                 "each stage, reduce the feature maps' variance; the sign"))),
             evidence=(figure_path(figures.FEATURES), table_path("profiles"), artifact("pk_metrics")),
             samples=_profile_samples,
             statistics=_block_changes("variance"),
