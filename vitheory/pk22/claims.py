@@ -54,7 +54,10 @@ def _pk5_regime(params: Any) -> str:
     cfg = params.pk
     return _models_setting(params) + (
         f" Noise bands {list(cfg.frequencies)} (units of pi, radius max(|f_x|, |f_y|), "
-        f"bandwidth {cfg.bandwidth}), root-mean-square {cfg.noise_rms} in normalised pixels.")
+        f"bandwidth {cfg.bandwidth}), root-mean-square {cfg.noise_rms} in normalised pixels, the same in every "
+        "band. This differs from the official attack, which passes fixed-size sign noise through a square ring "
+        "of each frequency, so that its energy grows with the ring: equal energy per band compares the models' "
+        "sensitivity to a frequency, not to a larger perturbation.")
 
 
 def _training_samples(root: Path) -> Samples:
