@@ -58,7 +58,7 @@ def test_the_check_fails_when_a_claim_loses_its_row(tmp_path, monkeypatch, capsy
     guide = tmp_path / reviewing.GUIDE
     guide.parent.mkdir()
     guide.write_text(text.replace(row + "\n", ""))
-    for name in ("CITATION.cff", "pyproject.toml", "reports"):
+    for name in ("CITATION.cff", "pyproject.toml", "reports", "README.md"):
         (tmp_path / name).symlink_to(ROOT / name)
     monkeypatch.setattr(reviewing, "ROOT", tmp_path)
     assert reviewing.main(["--check"]) == 1

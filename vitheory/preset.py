@@ -2,11 +2,13 @@
 written (a bad preset leaves params.yaml as it was). params.yaml keeps its comments and layout: only
 the overridden values change.
 
-    python -m vitheory.preset presets/paper.yaml [params.yaml]
+    python -m vitheory.preset paper                 # or a path: presets/paper.yaml, my_preset.yaml
+    python -m vitheory.preset cluttered params.yaml
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,8 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from vitheory.core.errors import ParamsError
 from vitheory.params import DEFAULT_PATH, parse_params
+
+PRESETS = Path(__file__).resolve().parents[1] / "presets"
 
 
 def merge(base: dict[str, Any], overrides: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -55,20 +59,35 @@ def apply(preset: Path, params_path: Path = DEFAULT_PATH) -> None:
     round_trip.dump(document, params_path)
 
 
+def find(preset: str) -> Path:
+    """A preset by path, or by name among presets/ (`paper` is presets/paper.yaml); a name that is
+    neither says which presets there are."""
+    path = Path(preset)
+    if path.is_file():
+        return path
+    named = PRESETS / f"{preset}.yaml"
+    if named.is_file():
+        return named
+    known = ", ".join(sorted(p.stem for p in PRESETS.glob("*.yaml")))
+    raise ParamsError(f"no preset {preset!r}: neither a file nor one of the presets in presets/ ({known})")
+
+
 def main(argv: list[str]) -> int:
-    if not argv:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("preset", help="a preset's name in presets/ (paper, cluttered, ...) or a YAML file's path")
+    parser.add_argument("params", nargs="?", type=Path, default=DEFAULT_PATH, help="the params file to rewrite")
+    args = parser.parse_args(argv)
     try:
-        apply(Path(argv[0]), Path(argv[1]) if len(argv) > 1 else DEFAULT_PATH)
+        preset = find(args.preset)
+        apply(preset, args.params)
     except ParamsError as err:
-        print(f"error: {argv[0]}: {err}", file=sys.stderr)
+        print(f"error: {args.preset}: {err}", file=sys.stderr)
         return 2
     except (OSError, yaml.YAMLError) as err:
         print(f"error: cannot read {getattr(err, 'filename', None) or 'a YAML file'}: {err.__class__.__name__}; "
-              f"usage: python -m vitheory.preset PRESET.yaml [params.yaml]", file=sys.stderr)
+              "usage: python -m vitheory.preset PRESET [params.yaml]", file=sys.stderr)
         return 2
-    print(f"{argv[0]} applied to {argv[1] if len(argv) > 1 else DEFAULT_PATH}; `git checkout params.yaml` undoes it")
+    print(f"{preset} applied to {args.params}; `git checkout {args.params}` undoes it")
     return 0
 
 

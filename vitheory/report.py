@@ -36,8 +36,8 @@ def fmt(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def _interval(check: dict[str, Any]) -> str:
-    low, high = check["interval"]
+def interval_text(interval: list[float | None]) -> str:
+    low, high = interval
     return "[n/a]" if low is None else f"[{fmt(low)}, {fmt(high)}]"
 
 
@@ -57,8 +57,8 @@ def claims_table(records: list[dict[str, Any]]) -> list[str]:
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in records:
         checks = r["criteria"].items()
-        measured = "<br>".join(f"{c.split()[0]} = {fmt(r['measured'][c.split()[0]])} {_interval(check)}"
-                               for c, check in checks)
+        measured = "<br>".join(f"{c.split()[0]} = {fmt(r['measured'][c.split()[0]])} "
+                               f"{interval_text(check['interval'])}" for c, check in checks)
         threshold = "<br>".join(check["threshold"] for _, check in checks)
         source = "<br>".join(_source(check) for _, check in checks)
         margin = "<br>".join(fmt(check["margin"]) for _, check in checks)
@@ -82,7 +82,8 @@ def claim_section(record: dict[str, Any], regime: str, confidence: float) -> lis
                 quantity = criterion.split()[0]
                 df = "" if check["df"] is None else f" ({check['df']:.1f})"
                 lines.append(f"| {setting} | {kind}{criterion} | {fmt(judged['measured'][quantity])} | "
-                             f"{_interval(check)} | {_units(check)}{df} | {fmt(check['margin'])} | {check['verdict']} |")
+                             f"{interval_text(check['interval'])} | {_units(check)}{df} | {fmt(check['margin'])} | "
+                             f"{check['verdict']} |")
         lines.append(f"| {setting} | **claim** | | | | | **{judged['verdict']}** |")
     lines += ["", "Where each threshold comes from:", ""]
     lines += [f"- `{kind}{criterion}`: {check['source']}"

@@ -1,14 +1,15 @@
-"""What a reviewer checks first: the generated parts of the reviewer's guide (docs/REVIEWING.md) and
-the citation metadata.
+"""What a reviewer checks first: the generated parts of the reviewer's guide (docs/REVIEWING.md) and of
+the README, and the citation metadata.
 
 The guide's generated blocks: the map from each claim to the stages, artifacts, figures and report
 rows that support it (from the paper table and dvc.yaml), the committed run's verdicts (from
 reports/verdicts.json), and the time each stage took in the last run on this machine (from what each
-stage logs of its own run, reports/timings: dvc.lock keeps no times).
+stage logs of its own run, reports/timings: dvc.lock keeps no times). The README's: the committed
+run's results, claim by claim (from reports/claims.json).
 
     python -m vitheory.reviewing           # rewrite the blocks (the times only if a run logged them)
-    python -m vitheory.reviewing --check   # exit 1 if the claim map or the verdicts are stale, or
-                                           # CITATION.cff does not match the project
+    python -m vitheory.reviewing --check   # exit 1 if a generated block is stale, or CITATION.cff
+                                           # does not match the project
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ from vitheory.core.cli import TIMINGS
 from vitheory.core.paths import ROOT, outputs, stages
 from vitheory.core.paths import artifact
 from vitheory.papers import PAPERS
+from vitheory.report import fmt, interval_text
 
 GUIDE = Path("docs/REVIEWING.md")
+README = Path("README.md")
 CITATION = Path("CITATION.cff")
 # Citation File Format 1.2.0's required keys, of the file and of each reference
 CFF_REQUIRED = ("cff-version", "message", "title", "authors")
@@ -70,6 +73,26 @@ def verdicts_table(root: Path) -> str:
     lines = ["| claim | verdict |", "| --- | --- |"]
     lines += [f"| {claim.id} | {verdicts.get(claim.id, 'missing from the run')} |"
               for paper in PAPERS for claim in paper.claims]
+    return "\n".join(lines) + "\n"
+
+
+def results_table(root: Path) -> str:
+    """The committed run's verdicts with each criterion's value, interval, threshold and the threshold's
+    source (the paper's or ours), from reports/claims.json: the README's results, never typed by hand."""
+    records = {record["id"]: record for record in read_json(root / artifact("claims"))["claims"]}
+    lines = ["| claim | verdict | criterion: value [95% interval] | source | other settings |",
+             "| --- | --- | --- | --- | --- |"]
+    for paper in PAPERS:
+        for claim in paper.claims:
+            record = records[claim.id]
+            checks = [(f"{kind}{criterion}", record["measured"][criterion.split()[0]], check)
+                      for kind, group in (("", record["criteria"]), ("condition: ", record["conditions"]))
+                      for criterion, check in group.items()]
+            values = "<br>".join(f"`{name}`: {fmt(value)} {interval_text(check['interval'])}"
+                                 for name, value, check in checks)
+            sources = "<br>".join(check["source"].partition(":")[0] for _, _, check in checks)
+            others = "<br>".join(f"{name}: {variant['verdict']}" for name, variant in record["variants"].items())
+            lines.append(f"| {claim.id} | **{record['verdict']}** | {values} | {sources} | {others} |")
     return "\n".join(lines) + "\n"
 
 
@@ -130,24 +153,31 @@ def rewrite(text: str, generated: dict[str, str]) -> str:
     return BLOCK.sub(lambda m: m[1] + generated.get(m["name"], m["body"]) + m[4], text)
 
 
+def generated(root: Path) -> dict[Path, dict[str, str]]:
+    """Every generated block that must match the committed files, by document and name."""
+    return {GUIDE: {"claim-map": claim_map(), "verdicts": verdicts_table(root)},
+            README: {"results": results_table(root)}}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the claim map is stale")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 if a generated block is stale or CITATION.cff does not match the project")
     args = parser.parse_args(argv)
-    path = ROOT / GUIDE
-    text = path.read_text()
-    generated = {"claim-map": claim_map(), "verdicts": verdicts_table(ROOT)}
+    documents = generated(ROOT)
     if args.check:
-        problems = [f"{GUIDE}: the {name} block is stale; run `python -m vitheory.reviewing`"
-                    for name, body in generated.items() if blocks(text).get(name) != body]
+        problems = [f"{document}: the {name} block is stale; run `python -m vitheory.reviewing`"
+                    for document, bodies in documents.items()
+                    for name, body in bodies.items() if blocks((ROOT / document).read_text()).get(name) != body]
         problems += citation_problems((ROOT / CITATION).read_text(), (ROOT / "pyproject.toml").read_text())
         for problem in problems:
             print(problem, file=sys.stderr)
         return 1 if problems else 0
     times = stage_times(ROOT)
     if times is not None:
-        generated["stage-times"] = times
-    path.write_text(rewrite(text, generated))
+        documents[GUIDE]["stage-times"] = times
+    for document, bodies in documents.items():
+        (ROOT / document).write_text(rewrite((ROOT / document).read_text(), bodies))
     return 0
 
 

@@ -203,3 +203,19 @@ def test_a_preset_changes_only_its_values_and_keeps_every_comment(tmp_path, pres
     comments = [line.partition("#")[2] for line in original.splitlines() if "#" in line]
     kept = [line.partition("#")[2] for line in params.read_text().splitlines() if "#" in line]
     assert kept == comments
+
+
+def test_the_preset_command_has_help_and_names_the_presets_when_one_is_mistyped(tmp_path, capsys):
+    from vitheory.preset import main
+
+    with pytest.raises(SystemExit) as shown:
+        main(["--help"])
+    assert shown.value.code == 0 and "presets/" in capsys.readouterr().out
+    params = tmp_path / "params.yaml"
+    params.write_text((ROOT / "params.yaml").read_text())
+    assert main(["clutered", str(params)]) == 2
+    error = capsys.readouterr().err
+    assert "no preset 'clutered'" in error and "(cluttered, digits, paper)" in error
+    assert params.read_text() == (ROOT / "params.yaml").read_text()
+    assert main(["cluttered", str(params)]) == 0
+    assert load_params(params).images.dataset == "cluttered_digits"
