@@ -1,4 +1,6 @@
-"""Stage `control`: the vanilla ViT and the linear model on [JSL22]'s negative control (claim JSL-3)."""
+"""Stage `control`: the multi-head ViT and the linear model on [JSL22]'s negative control (claim JSL-3),
+and the same ViT, trained the same way, on the Assumption-1 data, where association is present: the
+positive control of the association measure."""
 
 import argparse
 
@@ -7,7 +9,7 @@ from vitheory.core.cli import run_stage
 from vitheory.core.device import resolve_device
 from vitheory.core.paths import artifact
 from vitheory.jsl22.data import CONTROL_TENSORS, chance_association
-from vitheory.jsl22.training import summarize, train_control, train_glm, training_errors
+from vitheory.jsl22.training import read_spatial, summarize, train_control, train_glm, training_errors
 from vitheory.params import Params
 
 
@@ -22,12 +24,17 @@ def main(params: Params, args: argparse.Namespace) -> None:
     glm = train_glm(cfg.glm, cfg.seeds, "control", train, test, device)
     for metrics, train_error in zip(vit.metrics, training_errors(vit.models, *train)):
         metrics["train_error_rate"] = train_error
+    spatial_train, spatial_test, structure = read_spatial(artifact("spatial_data"))
+    positive = train_control(cfg, spatial_train, spatial_test, structure["sets"], device)
+    spatial_cfg = params.generate.spatial
     write_json(artifact("control_metrics"), {
         "device": device.type,
         "seeds": cfg.seeds,
         "chance": chance_association(data_cfg.n_patches, data_cfg.set_size),
         "vit": summarize(vit.metrics),
         "glm": summarize(glm.metrics),
+        "positive_control": {"chance": chance_association(spatial_cfg.n_patches, spatial_cfg.set_size),
+                             "initial": positive.initial_metrics, "final": positive.metrics},
         "runs": {"vit": vit.metrics, "glm": glm.metrics},
     })
 

@@ -4,22 +4,22 @@ model once more on the variant partition's data (their second setting)."""
 
 import argparse
 from dataclasses import asdict
-from pathlib import Path
 
 import numpy as np
 import torch
 
-from vitheory.core.artifacts import atomic_path, read_meta, read_split, write_json, write_tensors
+from vitheory.core.artifacts import atomic_path, read_meta, write_json, write_tensors
 from vitheory.core.checkpoint import save_checkpoint
 from vitheory.core.cli import run_stage
 from vitheory.core.device import resolve_device
 from vitheory.core.history import live_run, write_histories
 from vitheory.core.paths import artifact
-from vitheory.jsl22.data import SPLIT_TENSORS, chance_association, cosine_similarity
+from vitheory.jsl22.data import chance_association, cosine_similarity
 from vitheory.jsl22.training import (
     VARIANT_FOLDER,
     best_linear_error,
     member_folder,
+    read_spatial,
     summarize,
     train_glm,
     train_positional,
@@ -30,8 +30,8 @@ from vitheory.params import Params
 
 def main(params: Params, args: argparse.Namespace) -> None:
     cfg, data_cfg = params.spatial, params.generate.spatial
-    train, test, structure = _read(artifact("spatial_data"))
-    variant_train, variant_test, variant_structure = _read(artifact("spatial_variant_data"))
+    train, test, structure = read_spatial(artifact("spatial_data"))
+    variant_train, variant_test, variant_structure = read_spatial(artifact("spatial_variant_data"))
     device = resolve_device(params.train.device)
     with live_run(artifact("spatial_live")) as live:
         vit, ablation, glm, histories = train_spatial(cfg, train, test, structure["sets"], device, live)
@@ -72,14 +72,6 @@ def main(params: Params, args: argparse.Namespace) -> None:
         "runs": {"glm": glm.metrics, **{name: {"initial": trained.initial_metrics, "final": trained.metrics}
                                         for name, trained in {"vit": vit, **ablation}.items()}},
     })
-
-
-def _read(folder: Path) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor],
-                                  dict[str, torch.Tensor]]:
-    """A data folder's (train (X, y), test (X, y), structure)."""
-    split = {name: read_split(folder, name, SPLIT_TENSORS) for name in ("train", "test")}
-    train, test = ((split[s]["X"], split[s]["y"]) for s in ("train", "test"))
-    return train, test, read_split(folder, "structure", ("sets", "w_star"))
 
 
 if __name__ == "__main__":

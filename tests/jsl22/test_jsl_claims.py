@@ -68,3 +68,34 @@ def test_jsl2_is_definition_2_2_exactly_on_the_attention_map(tmp_path, exact, po
     assert measured["seeds_meeting_definition"] == (1.0 if holds else 0.0)
     assert measured["final_positional_exact"] == pytest.approx(positional)
     assert all(c.holds(measured[c.quantity]) for c in jsl2.criteria) is holds
+
+
+def _control_metrics(control_exact, positive_exact):
+    def seed(exact, error=0.02):
+        return {"error_rate": error, "train_error_rate": 0.0, "attn_exact": exact, "attn_overlap": exact,
+                "pos_exact": 0.0, "pos_overlap": 0.3}
+    return {"chance": {"exact": 0.002, "overlap": 0.4},
+            "runs": {"vit": [seed(control_exact)] * 3, "glm": [{"error_rate": 0.09}] * 3},
+            "positive_control": {"chance": {"exact": 0.0, "overlap": 0.28}, "initial": [],
+                                 "final": [seed(positive_exact)] * 3}}
+
+
+@pytest.mark.parametrize("control_exact,positive_exact,verdict", [
+    (0.0, 0.9, "holds"),          # no association on the control; the same student shows it where present
+    (0.0, 0.0, "inconclusive"),   # the measure reads none even where association is present: says nothing
+    (0.5, 0.9, "does not hold"),  # the control's attention map does show the sets
+])
+def test_jsl3_needs_its_positive_control(tmp_path, control_exact, positive_exact, verdict):
+    from vitheory.core.claims import IntervalSettings, evaluate
+
+    write_json(tmp_path / artifact("control_metrics"), _control_metrics(control_exact, positive_exact))
+    record = evaluate(CLAIMS["JSL-3"], "JSL22", tmp_path, IntervalSettings(confidence=0.95, resamples=100, seed=0))
+    assert record["verdict"] == verdict
+
+
+def test_jsl3_without_a_positive_control_names_the_stage(tmp_path):
+    metrics = _control_metrics(0.0, 0.9)
+    del metrics["positive_control"]
+    write_json(tmp_path / artifact("control_metrics"), metrics)
+    with pytest.raises(ArtifactError, match="run `dvc repro control`"):
+        CLAIMS["JSL-3"].measure(tmp_path)

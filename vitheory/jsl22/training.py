@@ -18,11 +18,12 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
+from vitheory.core.artifacts import read_split
 from vitheory.core.checkpoint import seed_folder
 from vitheory.core.device import seeded
 from vitheory.core.ensemble import Ensemble, SGDConfig, Stacked, loss_and_error, train_ensemble
 from vitheory.core.history import History, log_step
-from vitheory.jsl22.data import association, orthogonal_feature, sample
+from vitheory.jsl22.data import SPLIT_TENSORS, association, orthogonal_feature, sample
 from vitheory.jsl22.models import MultiHeadViT, PatchGLM, PositionalViT
 from vitheory.jsl22.params import (
     ControlParams,
@@ -39,6 +40,14 @@ LogFn = Callable[[int, list[dict[str, float]]], None]
 
 
 VARIANT_FOLDER = Path("variant")  # inside train_spatial's models folder: the ViTs of the variant partition
+
+
+def read_spatial(folder: Path) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor],
+                                        dict[str, torch.Tensor]]:
+    """A folder of generate_spatial's data: (train (X, y), test (X, y), structure: sets and w*)."""
+    split = {name: read_split(folder, name, SPLIT_TENSORS) for name in ("train", "test")}
+    train, test = ((split[s]["X"], split[s]["y"]) for s in ("train", "test"))
+    return train, test, read_split(folder, "structure", ("sets", "w_star"))
 
 
 def member_folder(model: str, seed: int) -> Path:
