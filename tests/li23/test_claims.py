@@ -74,7 +74,7 @@ def _ours(quantity, op, threshold):
 
 def test_a_criterion_names_its_threshold_source():
     assert _ours("x", ">", 0.0).source == "ours: a test"
-    assert Criterion("x", ">", 0.0, "paper: [LI23] Fig. 2").from_paper
+    assert Criterion("x", ">", 0.0, "paper: [LI23] Fig. 2").source == "paper: [LI23] Fig. 2"
     for bad in ("", "ours:", "Theorem 1", "ours:  "):
         with pytest.raises(ValueError, match="its source must say"):
             Criterion("x", ">", 0.0, bad)

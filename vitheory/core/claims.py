@@ -50,7 +50,7 @@ Samples = Mapping[str, Sequence[Any]]  # group -> its independent units
 Measured = dict[str, float | None]
 
 
-SOURCES = ("paper: ", "ours: ")
+THRESHOLD_SOURCES = ("paper: ", "ours: ")
 
 
 @dataclass(frozen=True)
@@ -65,13 +65,9 @@ class Criterion:
     source: str
 
     def __post_init__(self) -> None:
-        if not self.source.startswith(SOURCES) or not self.source.partition(": ")[2].strip():
+        if not self.source.startswith(THRESHOLD_SOURCES) or not self.source.partition(": ")[2].strip():
             raise ValueError(f"criterion {self}: its source must say 'paper: <where>' or 'ours: <why>', "
                              f"not {self.source!r}")
-
-    @property
-    def from_paper(self) -> bool:
-        return self.source.startswith("paper: ")
 
     def holds(self, value: float | None) -> bool:
         """False when the quantity could not be measured (None), e.g. a fit with too few points. A value
