@@ -52,8 +52,23 @@ def lock_problems(root: Path) -> list[str]:
     from dvc.repo import Repo  # imported here: DVC is slow to import and only this check needs it
 
     status = Repo(str(root)).status()
-    return [f"dvc.lock: stage {stage} is out of date ({changes}); run `dvc repro` or `dvc checkout`"
+    return [f"dvc.lock: stage {stage} is out of date ({_in_words(changes)}); run `dvc repro {stage}` to rebuild "
+            f"it, or `dvc checkout --force {stage}` to restore the outputs dvc.lock records from the DVC cache"
             for stage, changes in status.items()]
+
+
+def _in_words(changes: list[Any]) -> str:
+    """DVC's status of one stage, `[{"changed deps": {"params.yaml": "modified"}}, "always changed"]`, as
+    `changed deps: params.yaml (modified)`."""
+    said = []
+    for change in changes:
+        if not isinstance(change, dict):
+            said.append(str(change))
+            continue
+        for kind, paths in change.items():
+            listed = paths.items() if isinstance(paths, dict) else [(paths, None)]
+            said.append(f"{kind}: " + ", ".join(f"{path} ({state})" if state else str(path) for path, state in listed))
+    return "; ".join(said)
 
 
 def verify(root: Path = Path(".")) -> tuple[list[dict[str, Any]], list[str]]:
