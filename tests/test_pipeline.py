@@ -503,37 +503,6 @@ def _snapshot(root: Path) -> dict[str, str]:
     return {str(f.relative_to(root)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
 
 
-@pytest.mark.pipeline
-def test_a_killed_training_stage_resumes_to_the_same_bytes(repo, tmp_path):
-    """Kill `dvc repro` (its whole process group) mid-training, rerun: same artifacts, nothing lost."""
-    copy = tmp_path / "repo"
-    shutil.copytree(repo, copy, symlinks=True, ignore=shutil.ignore_patterns("tmp"))
-    params = yaml.safe_load((copy / "params.yaml").read_text())
-    _set(params, "real.epochs", 30)  # long enough to be killed in the middle
-    (copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    stage, state = "train_real@cnn-natural", copy / artifact("real_resume") / "cnn_natural"
-    _dvc("repro", stage, cwd=copy)
-    uninterrupted, lock = _snapshot(copy), (copy / "dvc.lock").read_text()
-
-    env = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    killed = subprocess.Popen([sys.executable, "-m", "dvc", "repro", "-f", "-s", stage], cwd=copy, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while not (state / "seed_0.json").exists() and killed.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    os.killpg(killed.pid, signal.SIGKILL)
-    killed.wait()
-    assert json.loads((state / "state.json").read_text())["complete"] is False, "the stage ended before the kill"
-    interrupted = _verify(copy)
-    assert interrupted.returncode == 2 and f"stage {stage} is out of date" in interrupted.stdout
-
-    rerun = _dvc("repro", stage, cwd=copy)
-    assert "resuming after epoch" in rerun.stderr
-    assert (copy / "dvc.lock").read_text() == lock
-    assert _snapshot(copy) == uninterrupted
-    assert _dvc("status", stage, "-q", cwd=copy, check=False).returncode == 0
-
-
 def _children() -> dict[int, list[int]]:
     """Every live process's children, from /proc."""
     tree: dict[int, list[int]] = {}
@@ -591,6 +560,24 @@ def _start_long_training(repo: Path, tmp_path: Path) -> tuple[Path, str, Path, d
         time.sleep(0.01)
     assert started.poll() is None, "the stage ended before the kill"
     return copy, stage, state, uninterrupted, lock, started
+
+
+@pytest.mark.pipeline
+def test_a_killed_training_stage_resumes_to_the_same_bytes(repo, tmp_path):
+    """Kill `dvc repro` (its whole process group, as Ctrl-C does) mid-training, rerun: same artifacts,
+    nothing lost."""
+    copy, stage, state, uninterrupted, lock, killed = _start_long_training(repo, tmp_path)
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait()
+    assert json.loads((state / "state.json").read_text())["complete"] is False, "the stage ended before the kill"
+    interrupted = _verify(copy)
+    assert interrupted.returncode == 2 and f"stage {stage} is out of date" in interrupted.stdout
+
+    rerun = _dvc("repro", stage, cwd=copy)
+    assert "resuming after epoch" in rerun.stderr
+    assert (copy / "dvc.lock").read_text() == lock
+    assert _snapshot(copy) == uninterrupted
+    assert _dvc("status", stage, "-q", cwd=copy, check=False).returncode == 0
 
 
 @pytest.mark.pipeline
