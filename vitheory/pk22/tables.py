@@ -31,22 +31,24 @@ def table_path(name: str) -> Path:
 def model_folders(smallest_fraction: float) -> dict[str, Path]:
     """The checkpoints (seed_<s>/) each analysis reads, by model."""
     return {"vit": full_data_checkpoints("vit"), "cnn": full_data_checkpoints("cnn"),
-            "alternet": artifact("pk_models") / "alternet", "vit_gap": artifact("pk_models") / "vit_gap",
+            "alternet": artifact("pk_models") / "alternet", "cnn_baseline": artifact("pk_models") / "cnn_baseline",
+            "vit_gap": artifact("pk_models") / "vit_gap",
             "vit_small": artifact("pk_models") / fraction_folder("vit", smallest_fraction)}
 
 
 def analyse(cfg: PKParams, train: RealTrainParams, smallest_fraction: float, alternet_seeds: int, images_seed: int,
             data: LoadedImages, device: torch.device) -> dict[str, list[tuple]]:
     """Every table of `TABLES`: feature maps and noise on the first `cfg.n_images` test images, the
-    Hessian on mini-batches of each model's own training images, augmented as it trained; AlterNet
-    over all `alternet_seeds` it was trained with, the others over `train.seeds`."""
+    Hessian of every model on mini-batches of its own training images, augmented as it trained;
+    AlterNet and the CNN of its shape over all `alternet_seeds` they were trained with, the others
+    over `train.seeds`."""
     x_test, y_test = data.x["test"][:cfg.n_images], data.y["test"][:cfg.n_images]
     # before any compute: the smallest training set must fill the Hessian's mini-batches
     hessian.check_batches(len(fraction_index(data.y["train"], smallest_fraction, images_seed)), cfg, "vit_small")
     tables: dict[str, list[tuple]] = {name: [] for name in TABLES}
     for name, folder in model_folders(smallest_fraction).items():
         own = fraction_index(data.y["train"], smallest_fraction if name == "vit_small" else 1.0, images_seed)
-        for seed in range(alternet_seeds if name == "alternet" else train.seeds):
+        for seed in range(alternet_seeds if name in ("alternet", "cnn_baseline") else train.seeds):
             model = load_checkpoint(folder / seed_folder(seed), device.type)
             if name in ("vit", "cnn", "alternet"):
                 tables["profiles"] += feature_maps.profile_rows(name, seed, model, x_test)
@@ -54,11 +56,11 @@ def analyse(cfg: PKParams, train: RealTrainParams, smallest_fraction: float, alt
                 tables["lesion"] += lesion.lesion_rows(name, seed, model, x_test, y_test)
             if name in ("vit", "cnn"):
                 tables["noise"] += noise.noise_rows(name, seed, model, x_test, y_test, cfg)
-            if name != "alternet":
-                eigenvalues, density = hessian.hessian_rows(name, seed, model, data.x["train"][own],
-                                                            data.y["train"][own], cfg, train)
-                tables["hessian"] += eigenvalues
-                tables["density"] += density
+            # every model's Hessian: PK-2 reads the ViTs and the CNN, PK-8 AlterNet and its CNN too
+            eigenvalues, density = hessian.hessian_rows(name, seed, model, data.x["train"][own], data.y["train"][own],
+                                                        cfg, train)
+            tables["hessian"] += eigenvalues
+            tables["density"] += density
     return tables
 
 
@@ -96,7 +98,7 @@ def summarize(profiles: Sequence[Sequence], noise_rows: Sequence[Sequence], hess
             drops.setdefault(frequency, []).append(drop)
         summary[f"{name}_noise_drop_lowest"] = float(np.mean(drops[min(drops)]))
         summary[f"{name}_noise_drop_highest"] = float(np.mean(drops[max(drops)]))
-    for name in ("vit", "cnn", "vit_gap", "vit_small"):
+    for name in ("vit", "cnn", "vit_gap", "vit_small", "alternet", "cnn_baseline"):
         eigenvalues = np.array([r[5] for r in hessian_rows if r[0] == name and r[3] == "top"])
         summary[f"{name}_nep"] = float((eigenvalues < 0).mean())
         summary[f"{name}_ape"] = float(eigenvalues[eigenvalues > 0].mean()) if (eigenvalues > 0).any() else 0.0
