@@ -257,7 +257,7 @@ PAPER = Paper(
         Claim(
             id="JSL-3",
             statement=("On i.i.d. Gaussian patches labelled by a cubic CNN over the sets (no spatial structure in "
-                       "the inputs), the ViT still reaches small test error, but its positional encodings do not "
+                       "the inputs), the ViT still reaches small test error, but its positional attention does not "
                        "show the convolution's sets."),
             metric=("median over seeds of the multi-head ViT's and the linear model's test error, and of the share "
                     "of patches whose Top_C on the ViT's attention map equals their teacher set (minus chance); "
