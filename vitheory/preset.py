@@ -1,14 +1,21 @@
 """Apply a preset: a YAML file of overrides merged into params.yaml, validated before anything is
 written (a bad preset leaves params.yaml as it was). params.yaml keeps its comments and layout: only
-the overridden values change.
+the overridden values change, and an overridden value takes the preset's comment where the preset
+gives one (the default's would be wrong beside it).
+
+`presets/default.yaml` holds, with params.yaml's own values and comments, every key that any other
+preset overrides: applying it after any preset gives params.yaml back byte for byte. It is generated
+from params.yaml (`--write-default`); a test fails when it is stale.
 
     python -m vitheory.preset paper                 # or a path: presets/paper.yaml, my_preset.yaml
-    python -m vitheory.preset cluttered params.yaml
+    python -m vitheory.preset default               # back to the defaults
+    python -m vitheory.preset --write-default       # after editing params.yaml or a preset
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,28 +42,105 @@ def merge(base: dict[str, Any], overrides: dict[str, Any], prefix: str = "") -> 
     return merged
 
 
+def _round_trip() -> YAML:
+    round_trip = YAML()
+    round_trip.width = 4096  # never fold a long line
+    return round_trip
+
+
+def _comment(document: CommentedMap, key: str) -> Any:
+    """The comment token after `key`'s value (with any comment lines below it), or None."""
+    entry = document.ca.items.get(key)
+    return entry[2] if entry and len(entry) > 2 else None
+
+
+def _take_comment(document: CommentedMap, key: str, preset: CommentedMap) -> None:
+    """`key`'s comment beside its value in `document` becomes the preset's, or none when the preset gives
+    none (params.yaml's would describe the value replaced); the comment lines below it, which belong
+    to what follows in params.yaml, stay."""
+    given = _comment(preset, key) if isinstance(preset, CommentedMap) else None
+    first = given.value.split("\n", 1)[0].strip() if given is not None else ""
+    first = first if first.startswith("#") else ""  # a preset's comment lines below the key are not its
+    kept = _comment(document, key)
+    if kept is None:
+        if first:
+            document.yaml_add_eol_comment(first, key, column=given.column)
+        return
+    below = kept.value.split("\n", 1)[1] if "\n" in kept.value else ""
+    if first:
+        kept.value, kept.column = f"{first}\n{below}", given.column
+    elif below:
+        kept.value = f"\n{below}"
+    else:
+        document.ca.items[key][2] = None
+
+
 def override(document: CommentedMap, overrides: dict[str, Any]) -> None:
-    """Set every leaf of `overrides` in a round-trip `document` in place, so that each key keeps its
-    comment; a list replacing a one-line list stays on one line."""
+    """Set every leaf of `overrides` in a round-trip `document` in place; a changed leaf takes the
+    preset's comment (or none); a list replacing a one-line list stays on one line."""
     for key, value in overrides.items():
         old = document[key]
         if isinstance(value, dict) and isinstance(old, CommentedMap):
             override(old, value)
-        elif isinstance(value, list) and isinstance(old, CommentedSeq) and old.fa.flow_style():
+            continue
+        if value == old:  # the default's value: its comment is still right
+            continue
+        if isinstance(value, list) and isinstance(old, CommentedSeq) and old.fa.flow_style():
             document[key] = CommentedSeq(value)
             document[key].fa.set_flow_style()
         else:
             document[key] = value
+        _take_comment(document, key, overrides)
 
 
 def apply(preset: Path, params_path: Path = DEFAULT_PATH) -> None:
     overrides = yaml.safe_load(preset.read_text()) or {}
     parse_params(merge(yaml.safe_load(params_path.read_text()), overrides))
-    round_trip = YAML()
-    round_trip.width = 4096  # never fold a long line
+    round_trip = _round_trip()
     document = round_trip.load(params_path)
-    override(document, overrides)
+    override(document, round_trip.load(preset) or {})
     round_trip.dump(document, params_path)
+
+
+def _keys(tree: dict[str, Any], into: dict[str, Any]) -> dict[str, Any]:
+    """The union of the key trees of several presets: a key a preset sets as a whole (a leaf, or a map
+    in one preset and a leaf in another) is kept whole."""
+    for key, value in tree.items():
+        if isinstance(value, dict) and isinstance(into.get(key, {}), dict):
+            _keys(value, into.setdefault(key, {}))
+        else:
+            into[key] = None
+    return into
+
+
+def _pruned(document: CommentedMap, keys: dict[str, Any]) -> CommentedMap:
+    """`document` cut down to `keys`, each kept value with its comment token."""
+    pruned = CommentedMap()
+    for key, below in keys.items():
+        value = document[key]
+        pruned[key] = _pruned(value, below) if below is not None and isinstance(value, CommentedMap) else value
+        if key in document.ca.items:
+            pruned.ca.items[key] = document.ca.items[key]
+    return pruned
+
+
+DEFAULT_HEADER = """\
+# The `default` preset: generated by `python -m vitheory.preset --write-default` from params.yaml, do not
+# edit. It holds params.yaml's values and comments for every key another preset overrides, so that
+# `python -m vitheory.preset default` after any preset gives params.yaml back byte for byte.
+"""
+
+
+def default_preset(params_path: Path = DEFAULT_PATH) -> str:
+    """The text of presets/default.yaml for `params_path` and the presets beside it."""
+    keys: dict[str, Any] = {}
+    for path in sorted(PRESETS.glob("*.yaml")):
+        if path.stem != "default":
+            _keys(yaml.safe_load(path.read_text()) or {}, keys)
+    round_trip = _round_trip()
+    stream = io.StringIO()
+    round_trip.dump(_pruned(round_trip.load(params_path), keys), stream)
+    return DEFAULT_HEADER + stream.getvalue()
 
 
 def find(preset: str) -> Path:
@@ -74,9 +158,18 @@ def find(preset: str) -> Path:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("preset", help="a preset's name in presets/ (paper, cluttered, ...) or a YAML file's path")
+    parser.add_argument("preset", nargs="?", help="a preset's name in presets/ (paper, cluttered, default, ...) "
+                                                  "or a YAML file's path")
     parser.add_argument("params", nargs="?", type=Path, default=DEFAULT_PATH, help="the params file to rewrite")
+    parser.add_argument("--write-default", action="store_true",
+                        help="regenerate presets/default.yaml from params.yaml and the other presets")
     args = parser.parse_args(argv)
+    if args.write_default:
+        (PRESETS / "default.yaml").write_text(default_preset(args.params))
+        print(f"{PRESETS / 'default.yaml'} written from {args.params}")
+        return 0
+    if args.preset is None:
+        parser.error("name a preset, or --write-default")
     try:
         preset = find(args.preset)
         apply(preset, args.params)
@@ -87,7 +180,7 @@ def main(argv: list[str]) -> int:
         print(f"error: cannot read {getattr(err, 'filename', None) or 'a YAML file'}: {err.__class__.__name__}; "
               "usage: python -m vitheory.preset PRESET [params.yaml]", file=sys.stderr)
         return 2
-    print(f"{preset} applied to {args.params}; `git checkout {args.params}` undoes it")
+    print(f"{preset} applied to {args.params}; `python -m vitheory.preset default` undoes it")
     return 0
 
 

@@ -190,8 +190,11 @@ def test_a_preset_is_validated_before_params_yaml_is_rewritten(tmp_path):
     assert load_params(params).images.dataset == "cifar10"
 
 
-@pytest.mark.parametrize("preset", ["paper", "cluttered", "digits"])
-def test_a_preset_changes_only_its_values_and_keeps_every_comment(tmp_path, preset):
+PRESET_NAMES = sorted(path.stem for path in (ROOT / "presets").glob("*.yaml") if path.stem != "default")
+
+
+@pytest.mark.parametrize("preset", PRESET_NAMES)
+def test_a_preset_changes_only_its_values_and_the_default_gives_params_yaml_back(tmp_path, preset):
     from vitheory.preset import apply, merge
 
     original = (ROOT / "params.yaml").read_text()
@@ -200,9 +203,44 @@ def test_a_preset_changes_only_its_values_and_keeps_every_comment(tmp_path, pres
     overrides = yaml.safe_load((ROOT / f"presets/{preset}.yaml").read_text())
     apply(ROOT / f"presets/{preset}.yaml", params)
     assert yaml.safe_load(params.read_text()) == merge(yaml.safe_load(original), overrides)
-    comments = [line.partition("#")[2] for line in original.splitlines() if "#" in line]
-    kept = [line.partition("#")[2] for line in params.read_text().splitlines() if "#" in line]
-    assert kept == comments
+    changed = [line for line in params.read_text().splitlines() if line not in original.splitlines()]
+    assert changed and len(params.read_text().splitlines()) == len(original.splitlines())
+    apply(ROOT / "presets/default.yaml", params)
+    assert params.read_text() == original
+
+
+def test_every_preset_in_turn_then_the_default_gives_params_yaml_back(tmp_path):
+    from vitheory.preset import apply
+
+    original = (ROOT / "params.yaml").read_text()
+    params = tmp_path / "params.yaml"
+    params.write_text(original)
+    apply(ROOT / "presets/default.yaml", params)
+    assert params.read_text() == original  # the default on the default changes nothing
+    for preset in PRESET_NAMES:
+        apply(ROOT / f"presets/{preset}.yaml", params)
+    apply(ROOT / "presets/default.yaml", params)
+    assert params.read_text() == original
+
+
+def test_a_changed_value_carries_the_presets_comment_not_the_defaults(tmp_path):
+    from vitheory.preset import apply
+
+    params = tmp_path / "params.yaml"
+    params.write_text((ROOT / "params.yaml").read_text())
+    apply(ROOT / "presets/cluttered.yaml", params)
+    lines = params.read_text().splitlines()
+    assert "  n_images: 718           # the whole test split (two canvases per test digit)" in lines
+    assert not any("digits' test split" in line for line in lines)  # the default's comment, now wrong
+    untouched = next(line for line in (ROOT / "params.yaml").read_text().splitlines() if line.startswith("  shift: "))
+    assert "#" in untouched and untouched in lines  # a key the preset leaves keeps its comment
+
+
+def test_the_default_preset_is_generated_from_params_yaml():
+    from vitheory.preset import default_preset
+
+    assert (ROOT / "presets/default.yaml").read_text() == default_preset(ROOT / "params.yaml"), \
+        "presets/default.yaml is stale: run `python -m vitheory.preset --write-default`"
 
 
 def test_the_preset_command_has_help_and_names_the_presets_when_one_is_mistyped(tmp_path, capsys):
@@ -215,7 +253,7 @@ def test_the_preset_command_has_help_and_names_the_presets_when_one_is_mistyped(
     params.write_text((ROOT / "params.yaml").read_text())
     assert main(["clutered", str(params)]) == 2
     error = capsys.readouterr().err
-    assert "no preset 'clutered'" in error and "(cluttered, digits, paper)" in error
+    assert "no preset 'clutered'" in error and "(cluttered, default, paper)" in error
     assert params.read_text() == (ROOT / "params.yaml").read_text()
     assert main(["cluttered", str(params)]) == 0
     assert load_params(params).images.dataset == "cluttered_digits"
