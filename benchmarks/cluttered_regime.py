@@ -21,7 +21,7 @@ import torch
 import yaml
 
 from vitheory.core.device import seeded
-from vitheory.images.datasets import prepare
+from vitheory.images.prepare import prepare
 from vitheory.images.training import build_model, evaluate, fit, load_images
 from vitheory.params import DEFAULT_PATH, parse_params
 from vitheory.preset import merge

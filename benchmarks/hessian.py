@@ -23,7 +23,7 @@ import torch
 from torch.func import functional_call, grad, jvp
 
 from vitheory.core.device import seeded
-from vitheory.images.datasets import prepare
+from vitheory.images.prepare import prepare
 from vitheory.images.training import build_model, load_images
 from vitheory.params import DEFAULT_PATH, load_params
 from vitheory.pk22.hessian import hessian_operator, nll_and_l2

@@ -26,7 +26,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from benchmarks.ensemble import matmul_peak_gflops
 from vitheory.core.device import seeded
-from vitheory.images.datasets import prepare
+from vitheory.images.prepare import prepare
 from vitheory.images.training import FitTask, build_model, fit, load_images, run_tasks
 from vitheory.params import DEFAULT_PATH, parse_params
 from vitheory.preset import merge

@@ -6,12 +6,15 @@ import argparse
 from dataclasses import replace
 
 from vitheory.core.cli import run_stage
+from vitheory.core.config import ParamsView
 from vitheory.core.paths import artifact
 from vitheory.jsl22 import data
-from vitheory.params import Params
+from vitheory.jsl22.params import SpatialControlParams, SpatialDataParams
+
+PARAMS = {"generate.spatial": SpatialDataParams, "generate.spatial_control": SpatialControlParams}
 
 
-def main(params: Params, args: argparse.Namespace) -> None:
+def main(params: ParamsView, args: argparse.Namespace) -> None:
     cfg = params.generate.spatial
     data.write(cfg, artifact("spatial_data"))
     data.write(replace(cfg, partition=cfg.variant_partition), artifact("spatial_variant_data"))
@@ -19,4 +22,4 @@ def main(params: Params, args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    run_stage(main, argparse.ArgumentParser(description=__doc__))
+    run_stage(main, argparse.ArgumentParser(description=__doc__), PARAMS)

@@ -1,18 +1,22 @@
-"""Stage `phase_fit`: N_min(alpha*), steps to zero training error, and their exponents against
-1/alpha* with bootstrap intervals, for every model of the phase diagram (LI-1, LI-2)."""
+"""Stage `phase_fit`: N_min(alpha*), steps to zero test error, and their exponents against 1/alpha*
+(point estimates; the claims LI-1 and LI-2 compute their intervals), for every model of the phase
+diagram."""
 
 import argparse
 
 from vitheory.core.artifacts import write_json
 from vitheory.core.cli import run_stage
+from vitheory.core.config import ParamsView
 from vitheory.core.paths import artifact
+from vitheory.li23.params import PhaseParams
 from vitheory.li23.phase import fit_all
-from vitheory.params import Params
+
+PARAMS = {"phase": PhaseParams}
 
 
-def main(params: Params, args: argparse.Namespace) -> None:
-    write_json(artifact("phase_metrics"), fit_all(params.phase.fit))
+def main(params: ParamsView, args: argparse.Namespace) -> None:
+    write_json(artifact("phase_metrics"), fit_all(params.phase.fit, params.phase.steps))
 
 
 if __name__ == "__main__":
-    run_stage(main, argparse.ArgumentParser(description=__doc__))
+    run_stage(main, argparse.ArgumentParser(description=__doc__), PARAMS)

@@ -7,15 +7,19 @@ from dataclasses import asdict
 
 from vitheory.core.artifacts import atomic_path, write_json, write_table
 from vitheory.core.cli import run_stage
-from vitheory.core.device import resolve_device
+from vitheory.core.config import ParamsView
+from vitheory.core.device import DEVICE, resolve_device
 from vitheory.core.paths import artifact
 from vitheory.core.resume import Resume, fingerprint
+from vitheory.images.params import ImagesParams, RealTrainParams
 from vitheory.images.training import load_images
-from vitheory.params import Params
-from vitheory.pk22.trainings import COLUMNS, FULL_DATA_MODELS, full_data_checkpoints, run_trainings, training_summary
+from vitheory.pk22.params import PKTrainParams
+from vitheory.pk22.trainings import COLUMNS, FULL_DATA_MODELS, full_data_checkpoints, run_trainings
+
+PARAMS = {"train.device": DEVICE, "pk_train": PKTrainParams, "real": RealTrainParams, "images": ImagesParams}
 
 
-def main(params: Params, args: argparse.Namespace) -> None:
+def main(params: ParamsView, args: argparse.Namespace) -> None:
     cfg, real = params.pk_train, params.real
     device = resolve_device(params.train.device)
     data = load_images(artifact("images"), ("train", "test"), device)
@@ -24,11 +28,11 @@ def main(params: Params, args: argparse.Namespace) -> None:
         {"pk_train": asdict(cfg), "real": asdict(real), "device": device.type}, inputs))
     with atomic_path(artifact("pk_models")) as models:
         models.mkdir()
-        runs = run_trainings(cfg, real, params.images, data, device, models, resume)
+        runs = run_trainings(cfg, real, params.images.seed, data, device, models, resume)
     resume.finish()
     write_table(artifact("pk_train_runs"), COLUMNS, runs)
-    write_json(artifact("pk_train_metrics"), {"device": device.type} | training_summary(runs))
+    write_json(artifact("pk_train_metrics"), {"device": device.type})
 
 
 if __name__ == "__main__":
-    run_stage(main, argparse.ArgumentParser(description=__doc__))
+    run_stage(main, argparse.ArgumentParser(description=__doc__), PARAMS)

@@ -4,14 +4,17 @@ be), split into deterministic, class-balanced train / val / test sets of uint8 i
 import argparse
 
 from vitheory.core.cli import run_stage
+from vitheory.core.config import ParamsView
 from vitheory.core.paths import artifact
-from vitheory.images.datasets import prepare
-from vitheory.params import Params
+from vitheory.images.params import ImagesParams
+from vitheory.images.prepare import prepare
+
+PARAMS = {"images": ImagesParams}
 
 
-def main(params: Params, args: argparse.Namespace) -> None:
+def main(params: ParamsView, args: argparse.Namespace) -> None:
     prepare(params.images, artifact("images"))
 
 
 if __name__ == "__main__":
-    run_stage(main, argparse.ArgumentParser(description=__doc__))
+    run_stage(main, argparse.ArgumentParser(description=__doc__), PARAMS)

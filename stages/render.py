@@ -3,20 +3,20 @@
 import argparse
 
 from vitheory.core.cli import run_stage
+from vitheory.core.config import ParamsView
 from vitheory.core.figures import set_theme
-from vitheory.jsl22 import figures as jsl22_figures
-from vitheory.li23 import figures as li23_figures
-from vitheory.params import Params
-from vitheory.pk22 import figures as pk22_figures
+from vitheory.papers import PACKAGES
+from vitheory.params import SECTIONS
+
+PARAMS = SECTIONS  # any paper's figures may read its section; dvc.yaml lists the keys they do read
 
 
-def main(params: Params, args: argparse.Namespace) -> None:
-    cfg = params.render
-    set_theme(cfg.context)
-    li23_figures.render(cfg.dpi)
-    jsl22_figures.render(cfg.dpi, cfg.association_threshold, params.transfer.target_error)
-    pk22_figures.render(cfg.dpi)
+def main(params: ParamsView, args: argparse.Namespace) -> None:
+    set_theme(params.render.context)
+    for package in PACKAGES:
+        if package.render is not None:
+            package.render(params)
 
 
 if __name__ == "__main__":
-    run_stage(main, argparse.ArgumentParser(description=__doc__))
+    run_stage(main, argparse.ArgumentParser(description=__doc__), PARAMS)

@@ -6,15 +6,18 @@ from dataclasses import asdict
 from vitheory.core.artifacts import atomic_path, read_meta, write_json
 from vitheory.core.checkpoint import save_checkpoint, seed_folder
 from vitheory.core.cli import run_stage
-from vitheory.core.device import resolve_device
+from vitheory.core.config import ParamsView
+from vitheory.core.device import DEVICE, resolve_device
 from vitheory.core.history import History, live_run, log_step, write_histories
 from vitheory.core.paths import artifact
 from vitheory.li23 import tokens
 from vitheory.li23.attention import mean_over_seeds, reference_masses, train_li_vit
-from vitheory.params import Params
+from vitheory.li23.params import LiTokensParams, LiVitTrainParams
+
+PARAMS = {"train.device": DEVICE, "train.li_vit": LiVitTrainParams, "generate.li_tokens": LiTokensParams}
 
 
-def main(params: Params, args: argparse.Namespace) -> None:
+def main(params: ParamsView, args: argparse.Namespace) -> None:
     cfg = params.train.li_vit
     train, test = (tokens.load_split(artifact("li_tokens"), split) for split in ("train", "test"))
     device = resolve_device(params.train.device)
@@ -38,12 +41,10 @@ def main(params: Params, args: argparse.Namespace) -> None:
     write_json(artifact("li_vit_metrics"), {
         "device": device.type,
         "steps": cfg.steps,
-        "initial": mean_over_seeds([run["initial"] for run in runs]),
-        "final": mean_over_seeds([run["final"] for run in runs]),
         "runs": runs,
         "reference": reference_masses(params.generate.li_tokens),
     })
 
 
 if __name__ == "__main__":
-    run_stage(main, argparse.ArgumentParser(description=__doc__))
+    run_stage(main, argparse.ArgumentParser(description=__doc__), PARAMS)

@@ -3,7 +3,6 @@ form as an ablation, and the generalized linear model (claims JSL-1, JSL-2); the
 model once more on the variant partition's data (their second setting)."""
 
 import argparse
-from dataclasses import asdict
 
 import numpy as np
 import torch
@@ -11,24 +10,27 @@ import torch
 from vitheory.core.artifacts import atomic_path, read_meta, write_json, write_tensors
 from vitheory.core.checkpoint import save_checkpoint
 from vitheory.core.cli import run_stage
-from vitheory.core.device import resolve_device
+from vitheory.core.config import ParamsView, as_dict
+from vitheory.core.device import DEVICE, resolve_device
 from vitheory.core.history import live_run, write_histories
 from vitheory.core.paths import artifact
-from vitheory.jsl22.data import chance_association, cosine_similarity
+from vitheory.core.similarity import cosine_similarity
+from vitheory.jsl22.data import chance_association
+from vitheory.jsl22.params import SpatialDataParams, SpatialTrainParams
 from vitheory.jsl22.training import (
     VARIANT_FOLDER,
     best_linear_error,
     member_folder,
     read_spatial,
-    summarize,
     train_glm,
     train_positional,
     train_spatial,
 )
-from vitheory.params import Params
+
+PARAMS = {"train.device": DEVICE, "spatial": SpatialTrainParams, "generate.spatial": SpatialDataParams}
 
 
-def main(params: Params, args: argparse.Namespace) -> None:
+def main(params: ParamsView, args: argparse.Namespace) -> None:
     cfg, data_cfg = params.spatial, params.generate.spatial
     train, test, structure = read_spatial(artifact("spatial_data"))
     variant_train, variant_test, variant_structure = read_spatial(artifact("spatial_variant_data"))
@@ -40,7 +42,7 @@ def main(params: Params, args: argparse.Namespace) -> None:
     variant_glm = train_glm(cfg.glm, cfg.seeds, "spatial", variant_train, variant_test, device)
     with atomic_path(artifact("spatial_models")) as tmp:
         tmp.mkdir()
-        meta = {"stage": "train_spatial", "spatial": asdict(cfg), "data": asdict(data_cfg), "device": device.type}
+        meta = {"stage": "train_spatial", "spatial": as_dict(cfg), "data": as_dict(data_cfg), "device": device.type}
         for seed in range(cfg.seeds):
             save_checkpoint(tmp / member_folder("vit", seed), vit.models[seed], meta | {"seed": seed})
             save_checkpoint(tmp / member_folder("glm", seed), glm.models[seed], meta | {"seed": seed})
@@ -52,19 +54,16 @@ def main(params: Params, args: argparse.Namespace) -> None:
             "sets": structure["sets"],
         })
     write_histories(artifact("spatial_history"), histories)
+    # per-seed runs and the settings the claims read: every median is the claims' own (vitheory.jsl22.claims)
     write_json(artifact("spatial_metrics"), {
         "device": device.type,
         "score_form": cfg.vit.score_form,
         "seeds": cfg.seeds,
         "f_star_test_agreement": read_meta(artifact("spatial_data"))["f_star_test_agreement"],
         "chance": chance_association(data_cfg.n_patches, data_cfg.set_size),
-        "vit": {"initial": summarize(vit.initial_metrics), "final": summarize(vit.metrics)},
-        "glm": summarize(glm.metrics),
         "best_linear_error": best_linear_error(*test, structure["w_star"]),
-        "ablation": {form: summarize(trained.metrics) for form, trained in ablation.items()},
         "variant": {
             "partition": data_cfg.variant_partition,
-            "vit": {"initial": summarize(variant_vit.initial_metrics), "final": summarize(variant_vit.metrics)},
             "best_linear_error": best_linear_error(*variant_test, variant_structure["w_star"]),
             "runs": {"vit": {"initial": variant_vit.initial_metrics, "final": variant_vit.metrics},
                      "glm": variant_glm.metrics},
@@ -75,4 +74,4 @@ def main(params: Params, args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    run_stage(main, argparse.ArgumentParser(description=__doc__))
+    run_stage(main, argparse.ArgumentParser(description=__doc__), PARAMS)

@@ -1,11 +1,14 @@
 """The pipeline as a user runs it: dvc.yaml's consistency, then dvc itself on a temporary copy."""
 
-import ast
 import contextlib
 import hashlib
+import importlib
+import inspect
 import json
 import os
+import pkgutil
 import shutil
+import shlex
 import signal
 import subprocess
 import sys
@@ -15,12 +18,17 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT
+from torch import nn
 
-from vitheory.core.checkpoint import MODEL_CLASSES, MODEL_MODULES, save_checkpoint
+import vitheory
+from vitheory.core.checkpoint import save_checkpoint
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
 from vitheory.core.cli import TIMINGS
+from vitheory.core.config import view
+from vitheory.core.errors import ParamsError
 from vitheory.core.paths import artifact, outputs, stages
 from vitheory.papers import PAPERS
+from vitheory.pipeline import differences, fix
 
 STAGES = stages()
 CLAIM_IDS = [claim.id for paper in PAPERS for claim in paper.claims]
@@ -32,43 +40,42 @@ def _leaf_keys(node, prefix=""):
     return [key for name, child in node.items() for key in _leaf_keys(child, f"{prefix}{name}.")]
 
 
-def _stage_module(stage) -> str:
-    return stage["cmd"].split()[2]  # "python -m stages.x ..."
+def test_every_stage_deps_are_what_it_imports():
+    """dvc.yaml's code deps are exactly what each stage imports (`python -m vitheory.pipeline --fix`)."""
+    assert not differences(), "\n".join(differences())
 
 
-def _vitheory_imports(path: Path, seen: set[str]) -> set[str]:
-    """vitheory module files that `path` imports, transitively (`from vitheory.pk22 import noise` is the
-    module file vitheory/pk22/noise.py; a package's __init__.py holds no code, see below)."""
-    for node in ast.walk(ast.parse(path.read_text())):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-            [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            if isinstance(node, ast.ImportFrom) and node.module else [])
-        for name in names:
-            file = ROOT / (name.replace(".", "/") + ".py")
-            if name.startswith("vitheory") and file.is_file() and str(file) not in seen:
-                seen.add(str(file))
-                _vitheory_imports(file, seen)
-    return seen
-
-
-def test_subpackages_hold_no_code_in_their_init():
-    """Importing vitheory.li23.tokens runs vitheory/li23/__init__.py: a docstring alone, so no stage
-    depends on it."""
-    for init in (ROOT / "vitheory").glob("*/__init__.py"):
-        body = ast.parse(init.read_text()).body
-        assert len(body) == 1 and isinstance(body[0], ast.Expr), f"{init} holds code"
+def test_fix_rewrites_a_wrong_deps_list_and_check_then_passes(tmp_path):
+    broken = tmp_path / "dvc.yaml"
+    text = (ROOT / "dvc.yaml").read_text()
+    at = text.index("  generate:\n")
+    broken.write_text(text[:at] + text[at:].replace("      - vitheory/li23/tokens.py\n", "      - vitheory/pk22/params.py\n", 1))
+    (tmp_path / "stages").symlink_to(ROOT / "stages")
+    (tmp_path / "vitheory").symlink_to(ROOT / "vitheory")
+    assert differences(broken) == ["stage generate: deps missing ['vitheory/li23/tokens.py']; "
+                                   "not imported ['vitheory/pk22/params.py']"]
+    assert fix(broken) == ["generate"]
+    assert broken.read_text() == text and not differences(broken)
 
 
 @pytest.mark.parametrize("name", sorted(STAGES))
-def test_stage_deps_list_exactly_the_modules_it_imports(name):
+def test_a_stage_reads_the_params_it_lists_and_no_other(name):
+    """Every key a stage's dvc.yaml entry lists has a type in the stage's PARAMS; a key it does not list
+    is out of its reach (a ParamsError naming it, not a value DVC does not track)."""
     stage = STAGES[name]
-    script = ROOT / (_stage_module(stage).replace(".", "/") + ".py")
-    needed = {str(Path(p).relative_to(ROOT)) for p in _vitheory_imports(script, set())}
-    # every stage runs stages/__init__.py, which imports vitheory/__init__.py (the pinned CPU numerics)
-    needed |= {str(script.relative_to(ROOT)), "stages/__init__.py", "vitheory/__init__.py"}
-    listed = {dep for dep in stage["deps"] if dep.startswith(("vitheory/", "stages/"))}
-    assert not needed - listed, f"stage {name} imports modules not in its deps: {sorted(needed - listed)}"
-    assert not listed - needed, f"stage {name} lists modules it does not import: {sorted(listed - needed)}"
+    declared = importlib.import_module(stage["cmd"].split()[2]).PARAMS
+    listed = [key for key in stage.get("params", []) if isinstance(key, str)]
+    whole_file = len(listed) < len(stage.get("params", []))
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params = view(raw, declared, list(declared) if whole_file else listed, f"stage {name}")
+    for key in listed:
+        value = params
+        for part in key.split("."):
+            value = getattr(value, part)
+    if not whole_file:
+        unlisted = next(section for section in raw if not any(key.split(".")[0] == section for key in listed))
+        with pytest.raises(ParamsError, match=f"stage {name} reads params key {unlisted}, which it does not list"):
+            getattr(params, unlisted)
 
 
 def test_every_param_is_read_by_a_stage():
@@ -81,7 +88,7 @@ def test_every_param_is_read_by_a_stage():
 
 def test_the_paper_preset_scales_every_stage_that_computes():
     preset = _leaf_keys(yaml.safe_load((ROOT / "presets/paper.yaml").read_text()))
-    unscaled = [name for name, stage in STAGES.items() if name not in ("render", "report")
+    unscaled = [name for name, stage in STAGES.items() if name not in ("check_params", "render", "report")
                 and not any(key == p or key.startswith(p + ".") for p in stage.get("params", [])
                             if isinstance(p, str) and p != "train.device" for key in preset)]
     assert not unscaled, f"presets/paper.yaml changes none of the params of {unscaled}"
@@ -99,7 +106,7 @@ TINY = {"generate.li_tokens.n_train": 64, "generate.li_tokens.n_test": 64,
         "train.li_vit.seeds": 2, "report.bootstrap": 100,
         "phase.grids.default": {"alpha_star": [0.2, 0.4], "n_train": [2, 8], "seeds": 2},
         "phase.grids.wide": {"alpha_star": [0.1, 0.2, 0.4], "n_train": [2, 4, 8], "seeds": 2}, "phase.steps": 20,
-        "phase.data.n_test": 50, "phase.data.pool_size": 8, "phase.fit.bootstrap": 20,
+        "phase.data.n_test": 50, "phase.data.pool_size": 8,
         "sparsify.keep_ratio": [0.5], "sparsify.seeds": 2, "sparsify.steps": 20, "sparsify.data.n_test": 50,
         "generate.spatial.n_patches": 16, "generate.spatial.dim": 8, "generate.spatial.n_train": 64,
         "generate.spatial.n_test": 50, "generate.spatial_control.n_train": 64, "generate.spatial_control.n_test": 50,
@@ -121,10 +128,10 @@ def _set(params: dict, dotted: str, value) -> None:
     params[last] = value
 
 
-def _run(cmd, cwd, check=True):
+def _run(cmd, cwd, check=True, env=None):
     env = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
                         "DVC_NO_ANALYTICS": "1", "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "t@t",
-                        "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "t@t"}
+                        "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "t@t"} | (env or {})
     run = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     if check and run.returncode != 0:
         raise AssertionError(f"{cmd} failed ({run.returncode}):\n{run.stdout}\n{run.stderr}")
@@ -175,7 +182,9 @@ def test_repro_writes_every_declared_output_and_the_claims(repo):
                 assert check["source"].startswith(("paper: ", "ours: "))
         for path in claim["evidence"]:
             assert (repo / artifact("report").parent / path).exists(), path
-    assert json.loads((repo / artifact("verdicts")).read_text()) == {c["id"]: c["verdict"] for c in claims}
+    codes = {HOLDS: "+", FAILS: "-", INCONCLUSIVE: "?"}
+    by_paper = {paper.key: "".join(codes[c["verdict"]] for c in claims if c["paper"] == paper.key) for paper in PAPERS}
+    assert json.loads((repo / artifact("verdicts")).read_text()) == {c["id"]: c["verdict"] for c in claims} | by_paper
     report = (repo / artifact("report")).read_text()
     for claim_id in CLAIM_IDS:
         assert f"| {claim_id} |" in report
@@ -189,22 +198,40 @@ def test_every_checkpoint_rebuilds_in_a_fresh_interpreter(repo, tmp_path):
     checkpoint the pipeline wrote, and for one of each model class the pipeline does not save."""
     written = sorted(config.parent for config in (repo / "models").rglob("config.json"))
     in_pipeline = {json.loads((folder / "config.json").read_text())["class"] for folder in written}
-    assert {"ShallowViT", "PositionalViT", "PatchGLM", "SmallViT", "SmallResNet", "AlterNet"} <= in_pipeline
-    for module in MODEL_MODULES:
-        __import__(module)
+    assert {"vitheory.li23.models.ShallowViT", "vitheory.jsl22.models.PositionalViT", "vitheory.jsl22.models.PatchGLM",
+            "vitheory.images.models.SmallViT", "vitheory.images.models.SmallResNet",
+            "vitheory.pk22.models.AlterNet"} <= in_pipeline
+    classes = _model_classes()
     extra = []
-    for name in sorted(set(MODEL_CLASSES) - in_pipeline):  # built from the smallest config each accepts
-        configs = {"TokenCNN": {"dim": 4, "width": 2, "kernel": 3, "conv_init_std": 1.0, "out_init_std": 0.3},
-                   "MultiHeadViT": {"n_patches": 4, "dim": 3, "width": 2, "heads": 2, "scores": "tokens",
-                                    "pos_init_std": 1.0, "readout_init_std": 1.0}}
-        save_checkpoint(tmp_path / name, MODEL_CLASSES[name](**configs[name]), {})
-        extra.append(tmp_path / name)
+    for path in sorted(set(classes) - in_pipeline):  # built from the smallest config each accepts
+        configs = {"vitheory.li23.models.TokenCNN": {"dim": 4, "width": 2, "kernel": 3, "conv_init_std": 1.0,
+                                                     "out_init_std": 0.3},
+                   "vitheory.jsl22.models.MultiHeadViT": {"n_patches": 4, "dim": 3, "width": 2, "heads": 2,
+                                                          "scores": "tokens", "pos_init_std": 1.0,
+                                                          "readout_init_std": 1.0}}
+        save_checkpoint(tmp_path / path, classes[path](**configs[path]), {})
+        extra.append(tmp_path / path)
     script = ("import json, sys, vitheory\n"
-              "print(json.dumps([type(vitheory.load_checkpoint(f)).__name__ for f in sys.argv[1:]]))")
+              "models = [type(vitheory.load_checkpoint(f)) for f in sys.argv[1:]]\n"
+              "print(json.dumps([f'{cls.__module__}.{cls.__qualname__}' for cls in models]))")
     run = _run([sys.executable, "-c", script, *map(str, written + extra)], repo)
     loaded = json.loads(run.stdout)
     assert loaded[:len(written)] == [json.loads((f / "config.json").read_text())["class"] for f in written]
-    assert set(loaded) == set(MODEL_CLASSES)
+    assert set(loaded) == set(classes)
+
+
+def _model_classes() -> dict[str, type[nn.Module]]:
+    """Every class a checkpoint may hold, by import path: the nn.Modules of vitheory's `models` modules
+    built from keywords alone, as load_checkpoint builds them from config.json (the blocks inside
+    them take positional arguments)."""
+    found = {}
+    for module in pkgutil.walk_packages(vitheory.__path__, "vitheory."):
+        if module.name.endswith(".models"):
+            for cls in vars(importlib.import_module(module.name)).values():
+                if (isinstance(cls, type) and issubclass(cls, nn.Module) and cls.__module__ == module.name
+                        and all(p.kind is p.KEYWORD_ONLY for p in inspect.signature(cls).parameters.values())):
+                    found[f"{cls.__module__}.{cls.__qualname__}"] = cls
+    return found
 
 
 @pytest.mark.pipeline
@@ -297,7 +324,7 @@ def test_verify_agrees_with_a_fresh_run(repo):
     assert "DIFFERS" not in run.stdout
     verdicts = json.loads((repo / artifact("verdicts")).read_text())
     strict = _run([sys.executable, "-m", "vitheory.verify", "--strict"], repo, check=False)
-    assert strict.returncode == (0 if set(verdicts.values()) == {HOLDS} else 1), strict.stdout
+    assert strict.returncode == (0 if {verdicts[c] for c in CLAIM_IDS} == {HOLDS} else 1), strict.stdout
 
 
 @pytest.mark.pipeline
@@ -360,12 +387,6 @@ def _lower_a_stored_accuracy(text: str) -> str:
     return json.dumps(stored)
 
 
-def _raise_a_stored_error(text: str) -> str:
-    stored = json.loads(text)
-    stored["vit_1_test_error"] += 0.01
-    return json.dumps(stored)
-
-
 # Each is caught alone; planted together, on artifacts that no two of them read, one verify run must
 # name them all. JSL-3 reads only the control stage's metrics, which none of the others touch.
 TAMPERINGS = [
@@ -373,8 +394,7 @@ TAMPERINGS = [
     (artifact("sparsify_runs"), _drop_last_row, "stage sparsify is out of date"),
     (artifact("phase_metrics"), None, f"{artifact('phase_metrics')}: missing; run `dvc repro phase_fit`"),
     (artifact("real_metrics") / "vit_natural.json", _lower_a_stored_accuracy, "seed_0's test accuracy"),
-    (artifact("pk_train_metrics"), _raise_a_stored_error,
-     f"{artifact('pk_train_metrics')}: differs from {artifact('pk_train_runs')}; run `dvc repro -f pk_train`"),
+    (artifact("pk_train_runs"), _drop_last_row, "stage pk_train is out of date"),
 ]
 
 
@@ -460,19 +480,21 @@ def test_remote_round_trip_needs_no_recomputation(repo, tmp_path):
     assert run.returncode == 0 and "problem:" not in run.stdout, run.stdout
 
 
-CLAIM_METRICS = {next(iter(m)) if isinstance(m, dict) else m for stage in STAGES.values()
-                 for m in stage.get("metrics", [])}
+METRICS = {str(artifact("verdicts")), str(artifact("measured"))}
+# the README's recipe for a table of verdicts: `dvc exp show --drop ... --keep ...  # each experiment's verdicts`
+EXP_SHOW_RECIPE = next(shlex.split(line.split("#")[0])[3:] for line in (ROOT / "README.md").read_text().splitlines()
+                       if line.startswith("dvc exp show --drop") and line.endswith("# each experiment's verdicts"))
 
 
 @pytest.mark.pipeline
 def test_queued_sweep_runs_every_value_and_shows_the_claim_metrics(repo):
-    """`dvc exp run --queue -S 'key=v1,v2'`, one worker, then `dvc exp show` lists each run's metrics,
-    and the changed param changed the claim's number. The first value is the committed one: its
-    experiment reruns nothing and shows the committed numbers."""
+    """`dvc exp run --queue -S 'key=v1,v2'`, one worker, then `dvc exp show` lists each run's verdicts and
+    deciding numbers, and the changed param changed the claim's number. The first value is the committed
+    one: its experiment reruns nothing and shows the committed numbers."""
     _run(["git", "add", "-A"], repo)
     _run(["git", "commit", "-qm", "before sweep", "--allow-empty"], repo)
-    committed = json.loads((repo / artifact("li_vit_metrics")).read_text())
-    steps = committed["steps"]
+    committed = json.loads((repo / artifact("measured")).read_text())["LI-3"]["final"]
+    steps = json.loads((repo / artifact("li_vit_metrics")).read_text())["steps"]
     _dvc("exp", "run", "--queue", "-S", f"train.li_vit.steps={steps},{steps + 20}", cwd=repo)
     _dvc("queue", "start", "-j", "1", cwd=repo)
     for _ in range(120):
@@ -487,11 +509,21 @@ def test_queued_sweep_runs_every_value_and_shows_the_claim_metrics(repo):
         for exp in baseline.get("experiments") or []:
             for rev in exp["revs"]:
                 data = rev.get("data") or {}
-                assert set(data.get("metrics", {})) >= CLAIM_METRICS  # every claim's numbers, as columns
-                metrics = data["metrics"][str(artifact("li_vit_metrics"))]["data"]
-                mass_by_steps[metrics["steps"]] = metrics["final"]["test"]["attn_relevant_query"]
+                assert set(data.get("metrics", {})) == METRICS  # the verdicts and deciding numbers, nothing else
+                mass = data["metrics"][str(artifact("measured"))]["data"]["LI-3"]["final"]
+                mass_by_steps[data["params"]["params.yaml"]["data"]["train"]["li_vit"]["steps"]] = mass
     assert set(mass_by_steps) == {steps, steps + 20}
-    assert mass_by_steps[steps] == committed["final"]["test"]["attn_relevant_query"] != mass_by_steps[steps + 20]
+    assert mass_by_steps[steps] == committed != mass_by_steps[steps + 20]
+
+
+@pytest.mark.pipeline
+def test_exp_show_recipe_fits_the_verdicts_in_120_columns(repo):
+    """The README's recipe: every paper's verdicts as a column, whole, in a terminal 120 characters wide."""
+    shown = _run([sys.executable, "-m", "dvc", "exp", "show", "--no-pager", *EXP_SHOW_RECIPE], repo,
+                 env={"COLUMNS": "120"}).stdout
+    assert max(map(len, shown.splitlines())) <= 120 and "…" not in shown, shown
+    verdicts = json.loads((repo / artifact("verdicts")).read_text())
+    assert all(paper.key in shown and verdicts[paper.key] in shown for paper in PAPERS), shown
 
 
 def _snapshot(root: Path) -> dict[str, str]:
@@ -624,3 +656,131 @@ def test_a_rerun_cannot_race_an_orphaned_stage(repo, tmp_path):
     _dvc("repro", stage, cwd=copy)
     assert (copy / "dvc.lock").read_text() == lock
     assert _snapshot(copy) == uninterrupted
+
+
+# --- one place: a params edit reruns one paper; a new paper is its package, its stages and one line ----
+
+TOY_FILES = {
+    "vitheory/toy/__init__.py": '"""A toy paper: one claim over one raw table."""\n',
+    "vitheory/toy/params.py": '''"""The toy paper's params."""
+
+from dataclasses import dataclass
+
+from vitheory.core.config import Section, at_least, knob
+
+
+@dataclass(frozen=True)
+class ToyParams(Section):
+    seeds: int = knob(at_least(2))
+
+
+SECTIONS = {"toy": ToyParams}
+''',
+    "vitheory/toy/claims.py": '''"""The toy paper's one claim, measured from its raw table."""
+
+from pathlib import Path
+
+from vitheory.core.artifacts import read_table
+from vitheory.core.claims import Claim, Criterion, Paper
+from vitheory.core.paths import artifact
+
+
+def _samples(root: Path) -> dict:
+    return {"toy": read_table(root / artifact("toy_runs"), {"seed": int, "value": float})}
+
+
+PAPER = Paper(key="TOY", citation="A toy paper.", claims=(Claim(
+    id="TOY-1", statement="The value is positive.", metric="mean value over seeds",
+    criteria=(Criterion("mean_value", ">", 0.0, "paper: the toy theorem; the direction"),),
+    evidence=(artifact("toy_runs"),), samples=_samples,
+    statistics=lambda samples: {"mean_value": sum(unit["value"] for unit in samples["toy"]) / len(samples["toy"])},
+    regime=lambda params: f"{params.toy.seeds} seeds."),))
+''',
+    "vitheory/toy/package.py": '''"""The toy paper in the paper table."""
+
+from vitheory.core.package import Package
+from vitheory.toy import params
+from vitheory.toy.claims import PAPER
+
+PACKAGE = Package(name="toy", params=params.SECTIONS, paper=PAPER)
+''',
+    "stages/toy.py": '''"""Stage `toy`: the toy paper's raw table, one row per seed."""
+
+import argparse
+
+from vitheory.core.artifacts import write_table
+from vitheory.core.cli import run_stage
+from vitheory.core.paths import artifact
+from vitheory.toy.params import ToyParams
+
+PARAMS = {"toy": ToyParams}
+
+
+def main(params, args: argparse.Namespace) -> None:
+    write_table(artifact("toy_runs"), ["seed", "value"], ([seed, 1.0 + seed / 10] for seed in range(params.toy.seeds)))
+
+
+if __name__ == "__main__":
+    run_stage(main, argparse.ArgumentParser(description=__doc__), PARAMS)
+''',
+}
+
+
+def _running(output: str) -> set[str]:
+    return {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
+
+
+def _changed_files(repo: Path) -> set[str]:
+    status = _run(["git", "status", "--porcelain", "--untracked-files=all"], repo).stdout
+    return {line[3:] for line in status.splitlines() if line}
+
+
+def _copy(repo: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy, symlinks=True)
+    return copy
+
+
+@pytest.mark.pipeline
+def test_editing_one_papers_params_module_reruns_only_its_stages(repo, tmp_path):
+    copy = _copy(repo, tmp_path)
+    with open(copy / "vitheory/pk22/params.py", "a") as handle:
+        handle.write("# an edit\n")
+    status = json.loads(_dvc("status", "--json", cwd=copy).stdout)
+    # the shared stages read every paper's table (check_params, render, report); they compute nothing
+    assert set(status) == {"pk_train", "pk_analysis", "check_params", "render", "report"}, sorted(status)
+
+
+@pytest.mark.pipeline
+def test_a_toy_paper_runs_through_report_and_verify_touching_only_its_own_files(repo, tmp_path):
+    copy = _copy(repo, tmp_path)
+    before = _changed_files(copy)
+    for rel, text in TOY_FILES.items():
+        (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+        (copy / rel).write_text(text)
+    with open(copy / "params.yaml", "a") as handle:
+        handle.write("toy:\n  seeds: 3\n")
+    table = (copy / "vitheory/papers.py").read_text()
+    table = table.replace("from vitheory.pk22.package import PACKAGE as PK22\n",
+                          "from vitheory.pk22.package import PACKAGE as PK22\nfrom vitheory.toy.package import PACKAGE as TOY\n")
+    (copy / "vitheory/papers.py").write_text(table.replace("IMAGES, PK22)", "IMAGES, PK22, TOY)"))
+    pipeline = (copy / "dvc.yaml").read_text()
+    pipeline = pipeline.replace("      report: reports/REPORT.md\n",
+                                "      report: reports/REPORT.md\n      toy_runs: reports/toy/runs.csv\n")
+    pipeline = pipeline.replace("  report:\n    cmd: python -m stages.report\n    deps:\n",
+                                "  report:\n    cmd: python -m stages.report\n    deps:\n      - ${paths.toy_runs}\n")
+    toy_stage = ("  toy:\n    cmd: python -m stages.toy\n    deps:\n      - stages/toy.py\n    params:\n      - toy\n"
+                 "    outs:\n      - ${paths.toy_runs}:\n          cache: false\n\n")
+    pipeline = pipeline.replace("# `dvc plots show`", toy_stage + "# `dvc plots show`", 1)
+    (copy / "dvc.yaml").write_text(pipeline)
+    _run([sys.executable, "-m", "vitheory.pipeline", "--fix"], copy)
+    touched = _changed_files(copy) - before
+    assert touched == {*TOY_FILES, "params.yaml", "dvc.yaml", "vitheory/papers.py"}, sorted(touched)
+    run = _dvc("repro", cwd=copy)
+    assert _running(run.stdout) == {"check_params", "toy", "render", "report"}, run.stdout
+    toy = next(c for c in json.loads((copy / artifact("claims")).read_text())["claims"] if c["id"] == "TOY-1")
+    assert toy["verdict"] == HOLDS and toy["measured"]["mean_value"] == pytest.approx(1.1)
+    assert "TOY-1" in (copy / artifact("report")).read_text()
+    verified = _verify(copy)
+    assert verified.returncode == 0 and "problem:" not in verified.stdout, verified.stdout
+    assert "TOY-1" in verified.stdout

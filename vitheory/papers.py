@@ -1,24 +1,21 @@
-"""The papers whose claims the pipeline checks, in the report's order: the one list the report and
-verify read. Each paper package contributes its claims (`<paper>.claims.PAPER`) and the checks that
-re-derive its stages' summaries from their raw artifacts (`<paper>.rederive.CHECKS`); the real-image
-package, shared by the papers, contributes train_real's. Only verify imports the checks, so the
-report stage does not depend on them."""
+"""The paper table: every package the pipeline runs, in the report's order, with what each contributes
+(vitheory.core.package.Package). The params check, the renderer, the report and verify read it; adding
+a paper is its package, its params section, its stage entries and one line here.
+
+`PIPELINE` holds the params every paper's stages share: the device, the figures' settings and the
+intervals' settings."""
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from pathlib import Path
+from vitheory.core.claims import ReportParams
+from vitheory.core.device import DEVICE
+from vitheory.core.figures import RenderParams
+from vitheory.core.package import Package
+from vitheory.images.package import PACKAGE as IMAGES
+from vitheory.jsl22.package import PACKAGE as JSL22
+from vitheory.li23.package import PACKAGE as LI23
+from vitheory.pk22.package import PACKAGE as PK22
 
-from vitheory.jsl22 import claims as jsl22_claims
-from vitheory.li23 import claims as li23_claims
-from vitheory.pk22 import claims as pk22_claims
-
-PAPERS = (li23_claims.PAPER, jsl22_claims.PAPER, pk22_claims.PAPER)
-REDERIVE_MODULES = ("vitheory.li23.rederive", "vitheory.jsl22.rederive", "vitheory.images.rederive",
-                    "vitheory.pk22.rederive")
-
-
-def summary_checks() -> list[Callable[[Path], list[str]]]:
-    """Every package's re-derivation checks."""
-    return [check for module in REDERIVE_MODULES for check in importlib.import_module(module).CHECKS]
+PIPELINE = Package(name="pipeline", params={"train.device": DEVICE, "render": RenderParams, "report": ReportParams})
+PACKAGES = (PIPELINE, LI23, JSL22, IMAGES, PK22)
+PAPERS = tuple(package.paper for package in PACKAGES if package.paper is not None)

@@ -8,7 +8,6 @@ import json
 import os
 import platform
 import subprocess
-from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -18,17 +17,17 @@ import torch
 from vitheory import CPU_NUMERICS
 from vitheory.core.artifacts import read_json
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, INTERVAL_METHOD, IntervalSettings, evaluate
+from vitheory.core.config import ParamsView, as_dict
 from vitheory.core.paths import outputs, stages
 from vitheory.papers import PAPERS
-from vitheory.params import Params
 
 SOURCES = ("vitheory", "stages", "dvc.yaml", "params.yaml")  # what decides the results
 PACKAGES = ("torch", "numpy", "safetensors", "dvc", "dvclive", "pandas", "matplotlib", "seaborn")
 
 
-def params_digest(params: Params) -> str:
+def params_digest(params: ParamsView) -> str:
     """sha256 of the validated params (canonical JSON): equal digests, equal settings."""
-    canonical = json.dumps(asdict(params), sort_keys=True, separators=(",", ":"))
+    canonical = json.dumps(as_dict(params), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -114,19 +113,33 @@ def source_revision(root: Path) -> str:
     return f"`{head.stdout.strip()}`" + (f", with uncommitted changes to {', '.join(paths)}" if paths else "")
 
 
-def interval_settings(params: Params) -> IntervalSettings:
+def interval_settings(params: ParamsView) -> IntervalSettings:
     cfg = params.report
     return IntervalSettings(confidence=cfg.confidence, resamples=cfg.bootstrap, seed=cfg.seed)
 
 
-def evaluate_all(root: Path, params: Params) -> list[dict[str, Any]]:
+def evaluate_all(root: Path, params: ParamsView) -> list[dict[str, Any]]:
     """The record of every claim of every paper, in the report's order."""
     return [evaluate(claim, paper.key, root, interval_settings(params)) for paper in PAPERS for claim in paper.claims]
 
 
+VERDICT_CODES = {HOLDS: "+", FAILS: "-", INCONCLUSIVE: "?"}
+
+
 def verdicts(records: list[dict[str, Any]]) -> dict[str, str]:
-    """Each claim's verdict, as a metrics file `dvc exp show` lists."""
-    return {record["id"]: record["verdict"] for record in records}
+    """Each claim's verdict, and each paper's verdicts in claim order as one code per claim (`+` holds,
+    `-` does not hold, `?` inconclusive: `LI23: ?+?+-`), so that a 120-column `dvc exp show` holds every
+    experiment's verdicts in three columns; a metrics file."""
+    by_paper: dict[str, str] = {}
+    for record in records:
+        by_paper[record["paper"]] = by_paper.get(record["paper"], "") + VERDICT_CODES[record["verdict"]]
+    return {record["id"]: record["verdict"] for record in records} | by_paper
+
+
+def deciding_numbers(records: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """Each claim's measured value of every quantity a criterion decides on, as a metrics file."""
+    return {record["id"]: {name.split()[0]: record["measured"][name.split()[0]] for name in record["criteria"]}
+            for record in records}
 
 
 def devices(root: Path) -> dict[str, str]:
@@ -141,7 +154,7 @@ def devices(root: Path) -> dict[str, str]:
     return found
 
 
-def render_report(records: list[dict[str, Any]], params: Params, params_text: str,
+def render_report(records: list[dict[str, Any]], params: ParamsView, params_text: str,
                   devices: dict[str, str], revision: str) -> str:
     """The whole REPORT.md. `devices` maps each training stage to the device it ran on; `revision` is
     `source_revision`'s line."""

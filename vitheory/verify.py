@@ -5,15 +5,15 @@
 
 1. The workspace matches dvc.lock: every stage's deps (code, params, data) and outputs hash as
    recorded (`dvc status` is empty).
-2. The summary metrics that the claims read follow from the raw artifacts: the LI-3 and JSL-1/2
-   metrics from the logged series; the phase fits (bootstrap included), the sparsification means,
-   the samples needed for transfer, LI-5's accuracies and every [PK22] summary from the per-run
-   CSVs; the JSL-2 association from the positional encodings in the checkpoints; every train_real
-   accuracy by evaluating its checkpoint on the test images again. (JSL-3's control stage keeps no
-   per-run table or checkpoint: its claim is read from its metrics alone.) Each paper package holds
-   its own checks (`vitheory.<paper>.rederive`); `vitheory.papers` lists them.
-3. Every claim is re-derived from those artifacts by its own check (`vitheory.<paper>.claims`) and
-   compared with the verdict stored in reports/claims.json.
+2. The per-seed values that stages store follow from the other raw artifacts of the run: LI-3's and
+   JSL-1/2's initial and final values from the logged series; the phase fits from the per-run CSVs;
+   each seed's JSL-2 association from the positional encodings in its checkpoint; every train_real
+   accuracy and structure score by evaluating its checkpoint on the test images again. Stages store
+   no summary statistic (no mean, interval or count over runs): the claims compute every one, once.
+   (JSL-3's control stage keeps no checkpoint: its claim is read from its per-seed runs alone.) Each
+   package holds its own checks (`vitheory.<paper>.rederive`); the paper table lists them.
+3. Every claim is evaluated again from those raw artifacts by its own code (`vitheory.<paper>.claims`)
+   and compared with the verdict and numbers stored in reports/claims.json.
 
 Prints one table (claim, verdict, agrees with stored, measured [interval] (threshold)) and every
 problem by name. Exit code 0: everything matches, whatever the verdicts (a claim that does not hold is
@@ -43,7 +43,7 @@ from vitheory.core.claims import HOLDS, evaluate
 from vitheory.core.errors import VitheoryError
 from vitheory.core.paths import artifact
 from vitheory.core.rederive import same
-from vitheory.papers import PAPERS, summary_checks
+from vitheory.papers import PACKAGES, PAPERS
 from vitheory.params import DEFAULT_PATH, load_params
 from vitheory.report import fmt, interval_settings
 
@@ -75,7 +75,7 @@ def verify(root: Path = Path(".")) -> tuple[list[dict[str, Any]], list[str]]:
     """(one row per claim, problems). A problem is a one-line description naming the artifact."""
     problems = lock_problems(root)
     params = load_params(root / DEFAULT_PATH)
-    for check in summary_checks():
+    for check in (check for package in PACKAGES for check in package.checks):
         try:
             problems += check(root)
         except VitheoryError as err:  # already names the file and the stage to rerun

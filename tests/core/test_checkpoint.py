@@ -1,12 +1,13 @@
 """Checkpoints: the folder alone rebuilds the model, in any interpreter; bad ones are one line."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
 
 from vitheory import load_checkpoint, save_checkpoint
-from vitheory.core.checkpoint import MODEL_CLASSES, MODEL_MODULES, model_class
 from vitheory.core.errors import ArtifactError
 from vitheory.li23.models import ShallowViT
 
@@ -21,7 +22,7 @@ def test_checkpoint_rebuilds_the_same_model(tmp_path):
     x = torch.randn(3, 7, 8)
     assert torch.equal(loaded(x), model(x))
     config = json.loads((tmp_path / "ckpt" / "config.json").read_text())
-    assert config["class"] == "ShallowViT" and config["metadata"] == {"note": "test"}
+    assert config["class"] == "vitheory.li23.models.ShallowViT" and config["metadata"] == {"note": "test"}
 
 
 def test_checkpoint_whose_config_does_not_match_its_tensors(tmp_path):
@@ -32,12 +33,28 @@ def test_checkpoint_whose_config_does_not_match_its_tensors(tmp_path):
     path.write_text(json.dumps(config))
     with pytest.raises(ArtifactError, match=r"model\.safetensors: tensors do not match config\.json"):
         load_checkpoint(tmp_path / "ckpt")
-    config["class"] = "NoSuchModel"
-    path.write_text(json.dumps(config))
-    with pytest.raises(ArtifactError, match="names model class 'NoSuchModel', which this version of vitheory does "
-                                            "not define") as err:
+
+
+@pytest.mark.parametrize("path", ["vitheory.li23.models.NoSuchModel", "vitheory.li22.models.ShallowViT",
+                                  "vitheory.li23.models.builder", "vitheory.li23.models.torch"])
+def test_a_class_this_version_does_not_define_is_one_line(tmp_path, path):
+    save_checkpoint(tmp_path / "ckpt", ShallowViT(**CONFIG), {})
+    config = json.loads((tmp_path / "ckpt" / "config.json").read_text())
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(config | {"class": path}))
+    with pytest.raises(ArtifactError, match=f"names model class '{path}', which this version of vitheory does "
+                                            "not define as an nn.Module; load it with the version") as err:
         load_checkpoint(tmp_path / "ckpt")
     assert "dvc repro" not in str(err.value)  # a good artifact is not sent to be rebuilt
+
+
+@pytest.mark.parametrize("path", ["ShallowViT", "collections.OrderedDict", "os.system", "vitheory", None])
+def test_a_class_outside_vitheory_is_refused_before_anything_is_imported(tmp_path, path):
+    """A bare name (as older versions wrote) or any other module: config.json cannot make loading run code."""
+    save_checkpoint(tmp_path / "ckpt", ShallowViT(**CONFIG), {})
+    config = json.loads((tmp_path / "ckpt" / "config.json").read_text())
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(config | {"class": path}))
+    with pytest.raises(ArtifactError, match=f"names model class {path!r}, not an import path under vitheory"):
+        load_checkpoint(tmp_path / "ckpt")
 
 
 def test_a_truncated_checkpoint_is_one_line_naming_the_file(tmp_path):
@@ -52,11 +69,16 @@ def test_a_truncated_checkpoint_is_one_line_naming_the_file(tmp_path):
     assert message.endswith("run `dvc repro` to rebuild it")  # outside the pipeline: no stage to name
 
 
-def test_every_model_module_registers_its_classes():
-    """load_checkpoint imports MODEL_MODULES for a class it has not seen: each must define some."""
-    for module in MODEL_MODULES:
-        __import__(module)
-    homes = {cls.__module__ for cls in MODEL_CLASSES.values()}
-    assert homes == set(MODEL_MODULES)
-    assert model_class("SmallViT").__module__ == "vitheory.images.models"
-    assert model_class("NoSuchModel") is None
+def test_loading_imports_the_module_of_the_class_alone(tmp_path):
+    """A fresh interpreter loads an images checkpoint without importing any paper's package."""
+    from vitheory.images.models import SmallViT
+
+    model = SmallViT(image_size=4, channels=1, n_classes=2, patch=2, depth=1, heads=1, width=2, mlp_ratio=1,
+                     attention="vanilla", pool="cls")
+    save_checkpoint(tmp_path / "ckpt", model, {})
+    script = ("import sys, vitheory\n"
+              "model = vitheory.load_checkpoint(sys.argv[1])\n"
+              "print(type(model).__module__, sorted({m.split('.')[1] for m in sys.modules if m.startswith('vitheory.')}))")
+    run = subprocess.run([sys.executable, "-c", script, str(tmp_path / "ckpt")], capture_output=True, text=True,
+                         check=True)
+    assert run.stdout.split(" ", 1) == ["vitheory.images.models", "['core', 'images']\n"]

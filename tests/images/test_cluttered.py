@@ -27,7 +27,7 @@ def images_cfg():
 
 @pytest.fixture(scope="module")
 def splits(images_cfg):
-    return cluttered_splits(images_cfg)
+    return cluttered_splits(read_digits().train, images_cfg)
 
 
 def test_splits_share_no_source_digit_and_labels_are_the_sources(splits, images_cfg):
@@ -101,9 +101,9 @@ def test_a_jitter_beyond_the_canvas_names_the_key():
 
 
 def test_same_seed_same_bytes_other_seed_other_canvases(images_cfg, splits):
-    again = cluttered_splits(images_cfg)
+    again = cluttered_splits(read_digits().train, images_cfg)
     assert all(torch.equal(again[name]["X"], splits[name]["X"]) for name in splits)
-    other = cluttered_splits(replace(images_cfg, seed=1))
+    other = cluttered_splits(read_digits().train, replace(images_cfg, seed=1))
     assert not torch.equal(other["test"]["X"][:10], splits["test"]["X"][:10])
 
 
@@ -116,5 +116,7 @@ def test_every_real_image_verdict_names_the_cluttered_regime_it_ran_in():
               f"among {built.fragments} fragments of {built.fragment} x {built.fragment}")
     for claim_id, claim in claims.items():
         assert regime in claim.regime(CLUTTERED), claim_id
-    moved = replace(CLUTTERED, images=replace(CLUTTERED.images, cluttered=replace(built, jitter=2)))
+    moved = parse_params(merge(yaml.safe_load((ROOT / "params.yaml").read_text()),
+                               yaml.safe_load((ROOT / "presets/cluttered.yaml").read_text())
+                               | {"images": {"dataset": "cluttered_digits", "cluttered": {"jitter": 2}}}))
     assert "8 x 8 pixels at most 2 px from the centre of a 16 x 16 canvas" in claims["PK-1"].regime(moved)

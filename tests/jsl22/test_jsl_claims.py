@@ -1,14 +1,15 @@
 """[JSL22] checks read the run's own score form, each ablation form and the variant partition from the
-stored metrics."""
+stored per-seed runs, and compute every summary from them."""
 
 import json
 
 import pytest
 
-from vitheory.core.artifacts import write_json
+from vitheory.core.artifacts import write_json, write_table
 from vitheory.core.errors import ArtifactError
 from vitheory.core.paths import artifact
 from vitheory.jsl22.claims import PAPER
+from vitheory.jsl22.training import TRANSFER_COLUMNS
 
 CLAIMS = {claim.id: claim for claim in PAPER.claims}
 
@@ -99,3 +100,17 @@ def test_jsl3_without_a_positive_control_names_the_stage(tmp_path):
     write_json(tmp_path / artifact("control_metrics"), metrics)
     with pytest.raises(ArtifactError, match="run `dvc repro control`"):
         CLAIMS["JSL-3"].measure(tmp_path)
+
+
+def test_jsl4_counts_samples_needed_and_divergences_from_the_runs_table(tmp_path):
+    # two seeds: fine-tuning stays under the 5% target from n = 16 on, scratch never does (one run diverged)
+    runs = [("finetune", 4, seed, 0.3, 0) for seed in range(2)] + \
+        [("finetune", n, seed, 0.01, 0) for n in (16, 64) for seed in range(2)] + \
+        [("scratch", n, 0, 0.2, 0) for n in (4, 16, 64)] + [("scratch", n, 1, 0.2, 0) for n in (4, 16)] + \
+        [("scratch", 64, 1, float("nan"), 1)]
+    write_table(tmp_path / artifact("transfer_runs"), TRANSFER_COLUMNS, runs)
+    write_json(tmp_path / artifact("transfer_metrics"), {"target_error": 0.05, "largest_n": 64})
+    measured = CLAIMS["JSL-4"].measure(tmp_path)
+    assert (measured["finetune_n_needed"], measured["scratch_n_needed"], measured["diverged_runs"]) == (16, -1, 1)
+    assert measured["finetune_reaches_target"] == 1.0
+    assert measured["finetune_over_scratch"] == 0.0  # scratch never reaching the target: infinitely many

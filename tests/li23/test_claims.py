@@ -7,9 +7,11 @@ import pytest
 
 from scipy import stats
 
+from vitheory.core.artifacts import write_json, write_table
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, Criterion, IntervalSettings, claim_verdict, evaluate
 from vitheory.core.errors import ArtifactError
 from vitheory.core.paths import artifact
+from vitheory.li23 import token_keeping
 from vitheory.li23.claims import PAPER
 
 LI3 = next(claim for claim in PAPER.claims if claim.id == "LI-3")
@@ -132,6 +134,17 @@ def test_li5_reads_the_keep_ratio_where_attention_does_best(kept, best, holds):
     assert all(c.holds(measured[c.quantity]) for c in LI5.criteria) is holds
 
 
+def test_li5_reads_its_accuracies_from_the_runs_and_only_the_token_counts_from_the_metrics(tmp_path):
+    seeds = [_li5_seed({12: (0.91, 0.80, 0.70), 8: (0.85 + seed / 100, 0.60, 0.40)}) for seed in range(3)]
+    write_table(tmp_path / artifact("sparsify_real_runs"), token_keeping.COLUMNS,
+                [(experiment, strategy, kept, seed, finetuned, accuracy) for seed, accuracies in enumerate(seeds)
+                 for (experiment, strategy, kept, finetuned), accuracy in accuracies.items()])
+    write_json(tmp_path / artifact("sparsify_real_metrics"), {"device": "cpu", "patches": 16, "half": 8})
+    measured = evaluate(LI5, "LI23", tmp_path, SETTINGS)["measured"]
+    assert measured["full_accuracy"] == pytest.approx(0.9) and measured["patch_tokens"] == 16
+    assert measured["finetuned_attention_8"] == pytest.approx(0.86)
+
+
 LI1 = next(claim for claim in PAPER.claims if claim.id == "LI-1")
 LI2 = next(claim for claim in PAPER.claims if claim.id == "LI-2")
 
@@ -143,7 +156,7 @@ def _phase_units(vit_n_min, cnn_n_min, vit_steps, seeds=4, grid=(2, 4, 8, 16, 32
                   "steps_to_zero_train_error": steps[a] // 2, "steps_to_zero_test_error": steps[a],
                   "success": int(n >= m)} for a, m in n_mins.items() for n in grid] for s in range(seeds)]
     return {"vit": runs("vit", vit_n_min, vit_steps), "cnn": runs("cnn", cnn_n_min, vit_steps),
-            "settings": [{"success_rate": 0.5}]}
+            "settings": [{"success_rate": 0.5, "step_budget": 1000}]}
 
 
 @pytest.mark.parametrize("vit_n_min,cnn_n_min,verdict", [

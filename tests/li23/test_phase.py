@@ -8,6 +8,7 @@ from vitheory.li23 import phase
 from vitheory.li23.phase import (
     Cell,
     fit_exponent,
+    mean_steps,
     n_min,
     run_chunk,
     run_grid,
@@ -23,11 +24,20 @@ def test_n_min_is_where_success_stays_above_threshold():
     assert n_min({2: 0.0, 4: 0.2}, 0.5) is None  # censored: never reached in the grid
 
 
-def test_fit_exponent_recovers_a_power_law():
+def test_fit_exponent_recovers_a_power_law_and_keeps_censored_values_at_the_ceiling():
     inverse = [2.5, 4.0, 5.0, 10.0]
-    assert fit_exponent(inverse, [3 * x ** 2 for x in inverse]) == pytest.approx(2.0)
-    assert fit_exponent(inverse, [None, 16.0, 25.0, 100.0]) == pytest.approx(2.0)  # censored points dropped
-    assert fit_exponent(inverse, [None, None, None, 7.0]) is None
+    assert fit_exponent(inverse, [3 * x ** 2 for x in inverse], ceiling=1000) == pytest.approx(2.0)
+    # N_min = x^2 up to a grid of 64: the largest 1/alpha* (true 100) is censored and enters at 64, not dropped;
+    # right of the points' mean 1/alpha*, that flattens the fit: the exponent is a lower bound
+    censored = fit_exponent(inverse, [6.25, 16.0, 25.0, None], ceiling=64)
+    assert censored == pytest.approx(fit_exponent(inverse, [6.25, 16.0, 25.0, 64.0], ceiling=64))
+    assert censored < 2.0
+    assert fit_exponent([2.0, 2.0], [1.0, 3.0], ceiling=10) is None  # one distinct 1/alpha*: no slope
+
+
+def test_a_seed_that_never_reaches_zero_test_error_counts_at_the_budget():
+    rows = [{"alpha_star": 0.5, "n_train": 8, "steps_to_zero_test_error": steps} for steps in (10, 30, -1)]
+    assert mean_steps(rows, budget=200) == {0.5: pytest.approx((10 + 30 + 200) / 3)}  # not (10 + 30) / 2
 
 
 def _rows(n_min_by_alpha, seeds=4, grid=(2, 4, 8, 16, 32, 64)):
@@ -40,10 +50,11 @@ def _rows(n_min_by_alpha, seeds=4, grid=(2, 4, 8, 16, 32, 64)):
 
 def test_summary_of_an_exact_inverse_square_law():
     rows = _rows({0.5: 4, 0.25: 16, 0.125: 64})
-    summary = summarize(rows, threshold=0.5, n_boot=50, seed=0)
+    summary = summarize(rows, threshold=0.5, budget=1000)
     assert summary["n_min"] == {"0.125": 64, "0.25": 16, "0.5": 4}
+    assert summary["n_min_censored"] == []
     assert summary["n_min_exponent"] == pytest.approx(2.0)
-    assert (summary["n_min_exponent_ci_low"], summary["n_min_exponent_ci_high"]) == pytest.approx((2.0, 2.0))
+    assert not any("ci" in key for key in summary)  # the intervals are the claims' alone
     assert summary["steps_exponent"] == pytest.approx(1.0, abs=0.01)
     assert success_rates(rows)[0.25] == {2: 0.0, 4: 0.0, 8: 0.0, 16: 1.0, 32: 1.0, 64: 1.0}
 

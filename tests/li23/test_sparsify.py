@@ -1,8 +1,9 @@
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 import pytest
 import torch
 
+from vitheory.core.config import as_dict
 from vitheory.li23.sparsify import STRATEGIES, removal_mask, remove_tokens, run
 from vitheory.li23.tokens import CONFUSION, IRRELEVANT, RELEVANT, generate
 from vitheory.params import parse_params
@@ -60,14 +61,14 @@ def test_attention_removes_the_least_attended(data):
 
 
 def test_a_keep_ratio_that_splits_a_token_is_refused(default_params):
-    raw = asdict(default_params)
+    raw = as_dict(default_params)
     raw["sparsify"]["keep_ratio"] = [0.3]  # 0.3 x 8 relevant tokens is not whole
     with pytest.raises(ValueError, match=r"sparsify\.keep_ratio = \[0\.3\].*0\.3 x 8 relevant is not whole"):
         parse_params(_as_yaml(raw))
 
 
 def _as_yaml(node):
-    """asdict output as parse_params reads YAML: tuples as lists."""
+    """as_dict output as parse_params reads YAML: tuples as lists."""
     if isinstance(node, dict):
         return {k: _as_yaml(v) for k, v in node.items()}
     if isinstance(node, tuple):

@@ -11,7 +11,7 @@ from scipy.sparse.linalg import aslinearoperator
 from torch.func import functional_call
 
 from vitheory.images.models import SmallResNet, SmallViT
-from vitheory.pk22.feature_maps import change_by_kind, high_frequency_delta, spatial_variance
+from vitheory.pk22.feature_maps import block_changes, high_frequency_delta, spatial_variance
 from vitheory.pk22.hessian import (
     density_nodes,
     extreme_eigenvalues,
@@ -20,6 +20,7 @@ from vitheory.pk22.hessian import (
     nll_and_l2,
     top_eigenvalues,
 )
+from vitheory.pk22 import lesion
 from vitheory.pk22.lesion import lesions, lesion_rows
 from vitheory.pk22.models import AlterNet
 from vitheory.pk22.noise import band_noise
@@ -112,13 +113,13 @@ def test_high_frequency_delta_reads_the_official_half_diagonal():
     assert abs(high_frequency_delta(as_tokens(checker))) < 1e-6
 
 
-def test_spatial_variance_and_change_by_kind_without_downsampling():
+def test_spatial_variance_and_block_changes_without_downsampling():
     feature = torch.tensor([[[1.0, 0.0], [3.0, 0.0]]])  # one image, two positions, two channels
     assert spatial_variance(feature) == pytest.approx((2.0 + 0.0) / 2)
     profile = [{"kind": "embed", "v": 1.0, "tokens": 16}, {"kind": "msa", "v": 0.5, "tokens": 16},
                {"kind": "mlp", "v": 2.0, "tokens": 16}, {"kind": "msa", "v": 1.0, "tokens": 16},
                {"kind": "mlp", "v": 1.5, "tokens": 16}, {"kind": "mlp", "v": 9.0, "tokens": 4}]
-    assert change_by_kind(profile, "v") == {"msa": pytest.approx(-0.75), "mlp": pytest.approx(1.0)}
+    assert block_changes(profile, "v") == {"msa": pytest.approx([-0.5, -1.0]), "mlp": pytest.approx([1.5, 0.5])}
 
 
 def test_band_noise_sits_in_its_band_at_the_asked_rms():
@@ -151,7 +152,15 @@ def test_lesions_remove_one_residual_branch_at_a_time():
     assert [(w["index"], w["kind"]) for w, _ in lesions(vit)] == [(0, "msa"), (0, "mlp"), (1, "msa"), (1, "mlp")]
     images, labels = torch.randn(5, 1, 4, 4), torch.tensor([0, 1, 2, 0, 1])
     rows = lesion_rows("vit", 0, vit, images, labels)
-    assert len(rows) == 4 and all(-1 <= row[-1] <= 1 for row in rows)
+    assert len(rows) == 4 and all(-1 <= dict(zip(lesion.COLUMNS, row))["accuracy_drop"] <= 1 for row in rows)
+
+
+def test_every_analysis_runs_on_models_analyse_loads():
+    """A registration names only models that analyse loads, and every table has one."""
+    from vitheory.pk22.tables import ANALYSES, TABLES, model_folders
+
+    assert {m for analysis in ANALYSES for m in analysis.models} <= set(model_folders(0.1))
+    assert set(TABLES) == {"profiles", "lesion", "noise", "hessian", "density"}
 
 
 def test_the_hessian_refuses_mini_batches_the_training_set_cannot_fill(default_params):

@@ -93,7 +93,7 @@ def read_table(path: str | Path, columns: Mapping[str, Callable[[str], Any]]) ->
 
 
 def read_rows(path: str | Path, columns: Mapping[str, Callable[[str], Any]]) -> list[tuple]:
-    """`read_table`'s rows as tuples in the order of `columns`, as the stages' summaries take them."""
+    """`read_table`'s rows as tuples in the order of `columns`."""
     return [tuple(row.values()) for row in read_table(path, columns)]
 
 

@@ -1,9 +1,10 @@
 """Checkpoints: a folder with `model.safetensors` (every parameter and buffer) and `config.json`
-(the model class, its constructor keywords and what trained it), from which `load_checkpoint`
-rebuilds the model alone, in any interpreter. Never a pickle.
+(the model class's import path, its constructor keywords and what trained it), from which
+`load_checkpoint` rebuilds the model alone, in any interpreter. Never a pickle.
 
-A model class becomes loadable with `@register_model`; `MODEL_MODULES` names every module that
-defines one, and `load_checkpoint` imports them when it meets a class no imported module registered.
+The import path ("vitheory.<package>.models.<Class>") lets loading import the one module that defines
+the class, so no list of model modules is kept and core names no paper. A path outside vitheory is
+refused: a config.json cannot make loading import other code.
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ from vitheory.core.errors import ArtifactError
 
 CHECKPOINT_TENSORS = "model.safetensors"
 CHECKPOINT_CONFIG = "config.json"
-MODEL_MODULES = ("vitheory.li23.models", "vitheory.jsl22.models", "vitheory.images.models", "vitheory.pk22.models")
-MODEL_CLASSES: dict[str, type[nn.Module]] = {}
 
 
 def seed_folder(seed: int) -> str:
@@ -31,32 +30,39 @@ def seed_folder(seed: int) -> str:
     return f"seed_{seed}"
 
 
-def register_model(cls: type[nn.Module]) -> type[nn.Module]:
-    """Make a model class loadable by `load_checkpoint`: its `config` dict rebuilds it."""
-    MODEL_CLASSES[cls.__name__] = cls
+def model_class(path: Any, config_file: Path) -> type[nn.Module]:
+    """The nn.Module subclass at the import path `path` ("vitheory.<module>.<Class>"), as config.json
+    (`config_file`) names it; anything else is one ArtifactError line."""
+    module_name, _, name = path.rpartition(".") if isinstance(path, str) else ("", "", "")
+    if not module_name.startswith("vitheory."):
+        raise ArtifactError(f"{config_file}: names model class {path!r}, not an import path under vitheory "
+                            "(\"vitheory.<module>.<Class>\"), the only classes load_checkpoint imports; load it "
+                            "with the version of vitheory that wrote it")
+    try:
+        cls = getattr(importlib.import_module(module_name), name, None)
+    except ModuleNotFoundError as err:
+        if not f"{module_name}.".startswith(f"{err.name}."):
+            raise  # the module exists, but something it imports does not
+        cls = None
+    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+        raise ArtifactError(f"{config_file}: names model class {path!r}, which this version of vitheory does "
+                            "not define as an nn.Module; load it with the version that wrote it")
     return cls
-
-
-def model_class(name: Any) -> type[nn.Module] | None:
-    """The registered class called `name`, after importing every module of MODEL_MODULES if needed."""
-    if name not in MODEL_CLASSES:
-        for module in MODEL_MODULES:
-            importlib.import_module(module)
-    return MODEL_CLASSES.get(name)
 
 
 def save_checkpoint(folder: str | Path, model: nn.Module, metadata: Mapping[str, Any]) -> None:
     """Write `model.safetensors` (every parameter and buffer) and `config.json` into `folder`.
 
-    `config.json` holds the class name, the constructor keywords (`model.config`) and `metadata`
-    (what trained it), so the folder alone rebuilds the model.
+    `config.json` holds the class's import path, the constructor keywords (`model.config`) and
+    `metadata` (what trained it), so the folder alone rebuilds the model.
     """
     folder = Path(folder)
     with atomic_path(folder) as tmp:
         tmp.mkdir()
         save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()},
                   str(tmp / CHECKPOINT_TENSORS))
-        config = {"class": type(model).__name__, "config": model.config, "metadata": dict(metadata)}
+        path = f"{type(model).__module__}.{type(model).__qualname__}"
+        config = {"class": path, "config": model.config, "metadata": dict(metadata)}
         (tmp / CHECKPOINT_CONFIG).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
@@ -69,16 +75,11 @@ def load_checkpoint(folder: str | Path, device: str = "cpu") -> nn.Module:
     """Rebuild a model saved by `save_checkpoint`, in eval mode, from its folder alone."""
     folder = Path(folder)
     config = read_json(folder / CHECKPOINT_CONFIG)
-    name = config.get("class") if isinstance(config, dict) else None
-    cls = model_class(name)
-    if cls is None:
-        raise ArtifactError(f"{folder / CHECKPOINT_CONFIG}: names model class {name!r}, which this version of "
-                            f"vitheory does not define (known: {', '.join(sorted(MODEL_CLASSES))}); load it with "
-                            "the version that wrote it")
+    cls = model_class(config.get("class") if isinstance(config, dict) else None, folder / CHECKPOINT_CONFIG)
     try:
         model = cls(**config["config"])
     except (KeyError, TypeError, ValueError) as err:
-        raise artifact_error(folder / CHECKPOINT_CONFIG, f"config does not build {name}: {err}") from None
+        raise artifact_error(folder / CHECKPOINT_CONFIG, f"config does not build {cls.__name__}: {err}") from None
     tensors = read_tensors(folder / CHECKPOINT_TENSORS)
     expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     found = {k: tuple(v.shape) for k, v in tensors.items()}

@@ -41,6 +41,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats
 
+from vitheory.core.config import NON_NEGATIVE, Rule, Section, at_least, knob
 from vitheory.core.paths import artifact
 
 OPERATORS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
@@ -142,6 +143,15 @@ INTERVAL_METHOD = ("the hull of two intervals over each claim's independent unit
                    "jackknife's standard error (summed over groups, Welch-Satterthwaite degrees of freedom; exact for "
                    "a mean and Welch's for a difference of means) and a percentile bootstrap (for medians and step "
                    "statistics, where the jackknife sees no spread)")
+
+
+@dataclass(frozen=True)
+class ReportParams(Section):
+    """params.yaml `report`: the intervals' confidence and the bootstrap's resamples and seed."""
+
+    confidence: float = knob(Rule(lambda v: 0.5 <= v < 1, "in [0.5, 1)"))
+    bootstrap: int = knob(at_least(100))
+    seed: int = knob(NON_NEGATIVE)
 
 
 @dataclass(frozen=True)

@@ -10,15 +10,18 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from vitheory.core.errors import VitheoryError
+from typing import Any
+
+from vitheory.core.config import ParamsView, read_params_file, view
+from vitheory.core.errors import ParamsError, VitheoryError
 from vitheory.core.paths import outputs, stages
 from vitheory.core.processes import stage_lock
-from vitheory.params import DEFAULT_PATH, Params, load_params
 
+PARAMS_FILE = Path("params.yaml")
 TIMINGS = Path("reports/timings")
 # what a user can fix in the machine rather than in the project: said in one line, not a traceback
 ENVIRONMENT_FAULTS = {errno.ENOSPC: "free some space", errno.EDQUOT: "free some space or raise the quota",
@@ -26,9 +29,13 @@ ENVIRONMENT_FAULTS = {errno.ENOSPC: "free some space", errno.EDQUOT: "free some 
                       errno.EROFS: "run from a writable copy"}
 
 
-def run_stage(main: Callable[[Params, argparse.Namespace], None], parser: argparse.ArgumentParser) -> None:
-    """Parse the stage's arguments, validate the whole params file, then run `main(params, args)`.
-    Artifact paths are not arguments: the package reads them from dvc.yaml (vitheory.core.paths).
+def run_stage(main: Callable[[ParamsView, argparse.Namespace], None], parser: argparse.ArgumentParser,
+              declared: Mapping[str, Any]) -> None:
+    """Parse the stage's arguments, validate the params its dvc.yaml entry lists, then run
+    `main(params, args)`. `declared` maps the params keys the stage may read to their section class or
+    type; `params` holds the listed keys alone (vitheory.core.config.view), so a stage imports only its
+    own paper's params module. Artifact paths are not arguments: the package reads them from dvc.yaml
+    (vitheory.core.paths).
 
     The stage holds its lock for the whole run (vitheory.core.processes.stage_lock): a second run of
     it stops at once. A bad param, a missing or corrupt artifact, a diverging run, a stage already
@@ -37,10 +44,10 @@ def run_stage(main: Callable[[Params, argparse.Namespace], None], parser: argpar
     """
     args = parser.parse_args()
     start = time.perf_counter()
-    name, folder = _stage_and_folder(Path(sys.argv[0]).stem, sys.argv[1:])
+    name, entry = _stage_entry(Path(sys.argv[0]).stem, sys.argv[1:])
     try:
-        with stage_lock(name, folder):
-            main(load_params(DEFAULT_PATH), args)
+        with stage_lock(name, outputs(entry)[0] if entry else "its outputs"):
+            main(_params(declared, entry, name), args)
     except VitheoryError as err:
         _fail(str(err))
     except OSError as err:
@@ -56,13 +63,32 @@ def _fail(message: str) -> None:
     sys.exit(2)
 
 
-def _stage_and_folder(script: str, argv: list[str]) -> tuple[str, str]:
-    """dvc.yaml's name of the stage this command runs (`train_real@cnn-natural`) and its first output."""
+def _stage_entry(script: str, argv: list[str]) -> tuple[str, dict[str, Any] | None]:
+    """dvc.yaml's name of the stage this command runs (`train_real@cnn-natural`) and its entry (None when
+    dvc.yaml has no stage with this command)."""
     command = shlex.join(["python", "-m", f"stages.{script}", *argv])
     for name, stage in stages().items():
         if stage["cmd"] == command:
-            return name, outputs(stage)[0]
-    return " ".join([script, *argv]), "its outputs"
+            return name, stage
+    return " ".join([script, *argv]), None
+
+
+def _params(declared: Mapping[str, Any], entry: dict[str, Any] | None, name: str) -> ParamsView:
+    """The stage's view of params.yaml; a bad value's error names the file, as `python -m vitheory.params` does."""
+    raw = read_params_file(PARAMS_FILE)  # its errors name the file already
+    try:
+        return view(raw, declared, _listed(entry, declared), f"stage {name}")
+    except ParamsError as err:
+        raise ParamsError(f"{PARAMS_FILE}: {err}") from None
+
+
+def _listed(entry: dict[str, Any] | None, declared: Mapping[str, Any]) -> list[str]:
+    """The params keys a stage's dvc.yaml entry lists; every declared one when it lists a whole file (DVC
+    then tracks every value) or when the command is run outside dvc.yaml."""
+    if entry is None:
+        return list(declared)
+    keys = entry.get("params", [])
+    return list(declared) if any(isinstance(key, dict) for key in keys) else list(keys)
 
 
 def log_timing(script: str, stage: str, seconds: float) -> None:

@@ -4,14 +4,22 @@
 and out-of-range values with one `ParamsError` line that names the key, the value and what is
 allowed. It imports neither torch nor numpy, so a stage fails on a bad value in well under a second,
 before any compute and before it writes anything. The sections themselves live with the science
-they configure (`vitheory.<paper>.params`); `vitheory.params` assembles the whole file.
+they configure (`vitheory.<paper>.params`).
+
+A stage reads a `view`: only the keys its dvc.yaml entry lists, each validated with the type of the
+section the stage declares for it, so that a stage imports its own paper's params module alone and a
+value it does not list cannot change what it computes. `vitheory.params` checks the whole file
+(unknown keys, rules across sections) in the pipeline's first stage.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, fields, is_dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
+
+import yaml
 
 from vitheory.core.errors import ParamsError
 
@@ -114,3 +122,128 @@ def build(cls: type, raw: Any, prefix: str) -> Any:
     for key, value, allowed in section.relations():
         raise fail(f"{prefix}.{key}" if prefix else key, value, allowed)
     return section
+
+
+def read_params_file(path: str | Path) -> Any:
+    """The parsed YAML of a params file; ParamsError (one line) when it cannot be read or parsed."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ParamsError(f"{path}: cannot be read ({err.strerror}); run from the repository root") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark else ""
+        raise ParamsError(f"{path}: not valid YAML{line}") from None
+
+
+class ParamsView:
+    """The params a reader declared and listed, and nothing else: a stage sees only the keys its dvc.yaml
+    entry lists, so that it cannot depend on a value DVC does not track. Reading another key raises a
+    ParamsError that names it; a listed section is its validated, frozen dataclass."""
+
+    def __init__(self, values: Mapping[str, Any], prefix: str, reader: str) -> None:
+        object.__setattr__(self, "_values", dict(values))
+        object.__setattr__(self, "_prefix", prefix)
+        object.__setattr__(self, "_reader", reader)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name not in self._values:
+            raise ParamsError(f"{self._reader} reads params key {self._prefix}{name}, which it does not list: add it "
+                              "to the stage's params in dvc.yaml (and its section to the stage's PARAMS)")
+        return self._values[name]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"params are read-only ({self._prefix}{name})")
+
+    def keys(self) -> list[str]:
+        return list(self._values)
+
+
+def as_dict(value: Any) -> Any:
+    """A section, a view or a plain value as plain data (tuples stay tuples), for metadata and digests."""
+    if isinstance(value, ParamsView):
+        return {name: as_dict(getattr(value, name)) for name in value.keys()}
+    if is_dataclass(value):
+        return asdict(value)
+    return value
+
+
+def section_type(declared: Mapping[str, Any], key: str) -> tuple[Any, Rule | None]:
+    """The type (a section class or a plain type) and range rule of the params key `key`, found under the
+    declared key that holds it; KeyError when none does."""
+    for root, kind in declared.items():
+        if key == root:
+            return kind, None
+        if key.startswith(root + "."):
+            rule = None
+            for name in key[len(root) + 1:].split("."):
+                if not is_dataclass(kind):
+                    raise KeyError(key)
+                found = {f.name: f for f in fields(kind)}.get(name)
+                if found is None:
+                    raise KeyError(key)
+                kind, rule = get_type_hints(kind)[name], found.metadata.get("rule")
+            return kind, rule
+    raise KeyError(key)
+
+
+def _value(raw: Any, key: str) -> Any:
+    node = raw
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise ParamsError(f"{key} is missing: add it to params.yaml")
+        node = node[part]
+    return node
+
+
+def _built(kind: Any, rule: Rule | None, raw: Any, key: str) -> Any:
+    value = _convert(kind, raw, key)
+    for item in value if isinstance(value, tuple) else (value,):
+        if rule is not None and not rule.test(item):
+            raise fail(key, value, f"{rule.allowed} (every element)" if value is not item else rule.allowed)
+    return value
+
+
+def view(raw: Any, declared: Mapping[str, Any], listed: Sequence[str], reader: str) -> ParamsView:
+    """The keys `listed` of the parsed params `raw`, each validated with the type `declared` for it or for
+    the section that holds it. A listed key that no declared key holds is the reader's mistake: one
+    ParamsError line."""
+    tree: dict[str, Any] = {}
+    for key in listed:
+        try:
+            kind, rule = section_type(declared, key)
+        except KeyError:
+            raise ParamsError(f"{reader} lists params key {key}, which it does not declare (declared: "
+                              f"{', '.join(declared)})") from None
+        *parents, last = key.split(".")
+        node = tree
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = _built(kind, rule, _value(raw, key), key)
+
+    def wrap(node: dict[str, Any], prefix: str) -> ParamsView:
+        return ParamsView({name: wrap(child, f"{prefix}{name}.") if isinstance(child, dict) else child
+                           for name, child in node.items()}, prefix, reader)
+
+    return wrap(tree, "")
+
+
+def unknown_keys(raw: Any, declared: Mapping[str, Any], prefix: str = "") -> Iterator[str]:
+    """Keys of `raw` that no declared section holds (a typo, or a leftover), as ParamsError messages; a
+    declared section's own unknown keys are `build`'s to name."""
+    if not isinstance(raw, dict):
+        return
+    known = sorted({root[len(prefix):].split(".")[0] for root in declared if root.startswith(prefix)})
+    for key, child in raw.items():
+        dotted = f"{prefix}{key}"
+        if dotted in declared:
+            continue
+        if key not in known:
+            yield f"{dotted} is not a known key (known in {prefix[:-1] or 'the top level'}: {', '.join(known)})"
+        else:
+            yield from unknown_keys(child, declared, f"{dotted}.")

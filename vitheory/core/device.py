@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 import torch
 
 from vitheory.core.errors import ParamsError
+
+DEVICE = Literal["auto", "cpu", "cuda"]  # the type of params.yaml's train.device, which every training stage reads
 
 
 def resolve_device(name: str) -> torch.device:

@@ -6,15 +6,26 @@ a long-form table, and a `render(params)` that reads its artifacts and saves the
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
 from vitheory.core.artifacts import atomic_path, read_table
+from vitheory.core.config import Rule, Section, at_least, knob
 from vitheory.core.paths import artifact
+
+
+@dataclass(frozen=True)
+class RenderParams(Section):
+    """params.yaml `render`: how the figures are drawn; no model depends on it."""
+
+    dpi: int = knob(at_least(50))
+    context: Literal["paper", "notebook", "talk", "poster"] = knob()
+    association_threshold: float = knob(Rule(lambda v: -1 <= v <= 1, "in [-1, 1]"))
 
 
 def set_theme(context: str) -> None:

@@ -1,6 +1,7 @@
-"""What the packages' re-derivation checks share (`vitheory.<paper>.rederive`): each check re-derives
-one stage's summary metrics from its raw tables or checkpoints under a repository root and returns a
-problem line for every summary that does not follow."""
+"""What the packages' re-derivation checks share (`vitheory.<paper>.rederive`): each check recomputes
+values a stage stored from other raw artifacts of the same run (a checkpoint evaluated again, a logged
+series, a fit of the per-run tables) under a repository root and returns a problem line for every
+value that does not follow. Stages store no summary statistic: the claims compute those, once."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def same(a: Any, b: Any) -> bool:
 
 
 def differs(path: Path, what: str) -> list[str]:
-    """A summary that its own raw artifacts do not reproduce: only rerunning its stage mends it."""
+    """A stored value that its own raw artifacts do not reproduce: only rerunning its stage mends it."""
     return [f"{path}: {what}; run `dvc repro -f {stage_of(path)}` to rebuild it"]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from vitheory.images.datasets import read_digits, split_indices
+from vitheory.images.datasets import Images, split_indices
 from vitheory.images.params import ClutteredParams, ImagesParams
 
 
@@ -50,10 +50,9 @@ def compose(digits: torch.Tensor, labels: torch.Tensor, cfg: ClutteredParams, ge
     return {"X": canvas[..., None], "y": labels[source], "source": source, "box": box}
 
 
-def cluttered_splits(cfg: ImagesParams) -> dict[str, dict[str, torch.Tensor]]:
-    """Train, val and test canvases, each split from its own source digits (`source` indexes
-    scikit-learn's digits), a generator per split seeded from `cfg.seed`."""
-    digits = read_digits().train
+def cluttered_splits(digits: Images, cfg: ImagesParams) -> dict[str, dict[str, torch.Tensor]]:
+    """Train, val and test canvases, each split from its own source digits (`source` indexes `digits`,
+    scikit-learn's: `read_digits().train`), a generator per split seeded from `cfg.seed`."""
     index = split_indices(digits.y, val_fraction=cfg.val_fraction, test_fraction=cfg.test_fraction,
                           train_fraction=cfg.train_fraction, seed=cfg.seed)
     splits = {}

@@ -16,15 +16,14 @@ import tarfile
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from vitheory.core.artifacts import read_split, write_splits
+from vitheory.core.artifacts import read_split
 from vitheory.core.errors import VitheoryError
-from vitheory.images.params import ImagesParams
 
 
 class DatasetUnavailable(VitheoryError):
@@ -261,30 +260,7 @@ def _complement(index: torch.Tensor, n: int) -> torch.Tensor:
     return keep.nonzero().squeeze(1)
 
 
-def prepare(cfg: ImagesParams, folder: str | Path) -> None:
-    """The prepare_images stage: the dataset `cfg` names (downloaded on first use when it has to be, or
-    built: cluttered_digits), split, into `folder` as uint8 images with a meta.json."""
-    if cfg.dataset == "cluttered_digits":
-        from vitheory.images.cluttered import cluttered_splits  # noqa: PLC0415 - only this dataset builds
-
-        dataset, tensors = read_digits(), cluttered_splits(cfg)
-        splits = {name: Images(t["X"], t["y"]) for name, t in tensors.items()}
-    else:
-        dataset = load_dataset(cfg.dataset, cfg.root)
-        splits = split(dataset, val_fraction=cfg.val_fraction, test_fraction=cfg.test_fraction,
-                       train_fraction=cfg.train_fraction, seed=cfg.seed)
-        tensors = {name: {"X": part.X, "y": part.y} for name, part in splits.items()}
-    write_splits(folder, tensors, {
-        "params": asdict(cfg), "classes": list(dataset.classes),
-        "image_shape": list(splits["train"].X.shape[1:]),
-        "sizes": {name: len(part) for name, part in splits.items()},
-        "official_test_split": dataset.test is not None,
-        "cluttered": asdict(cfg.cluttered) if cfg.dataset == "cluttered_digits" else None,
-        "sources": [{"file": s.filename, "md5": s.md5} for s in SOURCES.get(cfg.dataset, ())],
-    })
-
-
 def load_prepared(folder: str | Path, split_name: str) -> Images:
-    """A split written by `prepare`."""
+    """A split written by the prepare_images stage (vitheory.images.prepare)."""
     tensors = read_split(folder, split_name, ("X", "y"))
     return Images(tensors["X"], tensors["y"])

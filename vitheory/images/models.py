@@ -17,8 +17,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vitheory.core.checkpoint import register_model
-
 
 def patchify(images: torch.Tensor, patch: int) -> torch.Tensor:
     """(B, C, H, W) -> (B, (H/p)(W/p), p*p*C) patches in row-major grid order."""
@@ -69,7 +67,6 @@ class Block(nn.Module):
         return x, x + self.mlp(self.norm2(x)), attn
 
 
-@register_model
 class SmallViT(nn.Module):
     """A pre-norm ViT: patch embedding, learned positional encodings P, `depth` blocks of multi-head
     attention and MLP, class-token (`cls`) or global-average (`gap`) pooling.
@@ -156,7 +153,6 @@ class ResidualBlock(nn.Module):
         return F.relu(out + self.skip(x))
 
 
-@register_model
 class SmallResNet(nn.Module):
     """A ResNet-style CNN: a 3x3 stem, stages of residual blocks (the first block of every stage after
     the first halves the resolution), global average pooling, a linear head.
@@ -165,7 +161,7 @@ class SmallResNet(nn.Module):
         channels, n_classes: the data's. widths: channels per stage. blocks: residual blocks per stage.
     """
 
-    def __init__(self, *, channels: int, n_classes: int, widths: list[int], blocks: list[int]):
+    def __init__(self, *, channels: int, n_classes: int, widths: Sequence[int], blocks: Sequence[int]):
         super().__init__()
         if len(widths) != len(blocks):
             raise ValueError(f"one block count per stage: widths {widths}, blocks {blocks}")

@@ -122,3 +122,7 @@ def training_regime(data: ImagesParams, real: RealTrainParams) -> str:
             f"AdamW lr {real.lr}, weight decay {real.weight_decay}, {real.warmup_epochs} warmup epochs then "
             f"cosine, {real.epochs} epochs, "
             f"batch {real.batch_size}, shifts up to {real.shift} px; {real.seeds} seeds.")
+
+
+# the params.yaml keys the real-image package owns (vitheory.papers), each to its section
+SECTIONS = {"images": ImagesParams, "real": RealTrainParams}

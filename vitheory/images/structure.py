@@ -15,9 +15,9 @@ import numpy as np
 import torch
 
 from vitheory.core.device import seeded
+from vitheory.core.similarity import cosine_similarity
 from vitheory.images.models import patchify
 from vitheory.images.training import permute_pixels
-from vitheory.jsl22.data import cosine_similarity
 
 
 def token_correlation(x: torch.Tensor, patch: int) -> np.ndarray:

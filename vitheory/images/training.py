@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import math
 import os
-import statistics
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -123,12 +122,15 @@ def augment(x: torch.Tensor, shift: int, hflip: bool, generator: torch.Generator
     return x
 
 
+MODELS: dict[type, type[nn.Module]] = {ViTPreset: SmallViT, ResNetPreset: SmallResNet}
+
+
 def build_model(preset: ViTPreset | ResNetPreset, image_size: int, channels: int, n_classes: int) -> nn.Module:
-    if isinstance(preset, ViTPreset):
-        return SmallViT(image_size=image_size, channels=channels, n_classes=n_classes, patch=preset.patch,
-                        depth=preset.depth, heads=preset.heads, width=preset.width, mlp_ratio=preset.mlp_ratio,
-                        attention=preset.attention, pool=preset.pool)
-    return SmallResNet(channels=channels, n_classes=n_classes, widths=list(preset.widths), blocks=list(preset.blocks))
+    """The model of MODELS[type(preset)] for images of this shape, the preset's fields its keywords. The
+    CNN pools globally and takes images of any size: it is not told theirs."""
+    model = MODELS[type(preset)]
+    size = {} if model is SmallResNet else {"image_size": image_size}
+    return model(**size, channels=channels, n_classes=n_classes, **asdict(preset))
 
 
 @torch.no_grad()
@@ -275,10 +277,3 @@ def train_seeds(build: Callable[[], nn.Module], cfg: RealTrainParams, data: Load
         trained.append((model.eval(), {"seed": seed, "val_accuracy": final["val"]["accuracy"],
                                        "test_accuracy": final["test"]["accuracy"], "test_loss": final["test"]["loss"]}))
     return trained
-
-
-def accuracy_summary(accuracies: Sequence[float]) -> dict[str, float]:
-    """Mean, standard deviation, minimum and maximum of the test accuracy over seeds."""
-    return {"test_accuracy_mean": statistics.mean(accuracies),
-            "test_accuracy_std": statistics.stdev(accuracies) if len(accuracies) > 1 else 0.0,
-            "test_accuracy_min": min(accuracies), "test_accuracy_max": max(accuracies)}

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vitheory.core.artifacts import read_json, read_rows
+from vitheory.core.artifacts import read_json, read_table
 from vitheory.core.claims import Claim, Criterion, Measured, Paper, Samples, Variant
 from vitheory.core.errors import ArtifactError
 from vitheory.core.figures import figure_path
@@ -154,23 +154,24 @@ def _jsl3_statistics(samples: Samples) -> Measured:
 
 def _jsl4_samples(root: Path) -> Samples:
     """Units: each seed's downstream runs (both methods, every n); the target error as a setting."""
-    runs = read_rows(root / artifact("transfer_runs"), TRANSFER_COLUMNS)
+    runs = read_table(root / artifact("transfer_runs"), TRANSFER_COLUMNS)
     target = read_json(root / artifact("transfer_metrics"))["target_error"]
-    seeds = sorted({run[2] for run in runs})
-    return {"seeds": [[run for run in runs if run[2] == seed] for seed in seeds], "settings": [{"target": target}]}
+    seeds = sorted({run["seed"] for run in runs})
+    return {"seeds": [[run for run in runs if run["seed"] == seed] for seed in seeds], "settings": [{"target": target}]}
 
 
 def _jsl4_statistics(samples: Samples) -> Measured:
     # a seed counts by its place among the units (a leave-one-out renumbers nothing it needs)
-    runs = [(method, n, i, error, diverged) for i, unit in enumerate(samples["seeds"])
-            for method, n, _, error, diverged in unit]
+    runs = [(run["method"], run["n_train"], i, run["test_error"], run["diverged"])
+            for i, unit in enumerate(samples["seeds"]) for run in unit]
     target = samples["settings"][0]["target"]
     finetune, scratch = (samples_needed(runs, method, target) for method in ("finetune", "scratch"))
     reached = finetune > 0
     # scratch never reaching the target in the grid (-1) counts as needing infinitely many samples
     ratio = (finetune / scratch if scratch > 0 else 0.0) if reached else None
     return {"finetune_n_needed": finetune, "scratch_n_needed": scratch, "finetune_reaches_target": float(reached),
-            "finetune_over_scratch": ratio, "diverged_runs": sum(run[-1] for run in runs)}
+            "finetune_over_scratch": ratio,
+            "diverged_runs": sum(run["diverged"] for unit in samples["seeds"] for run in unit)}
 
 
 def _real_samples(root: Path) -> Samples:

@@ -16,7 +16,6 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from vitheory.core.artifacts import write_splits
@@ -156,9 +155,3 @@ def chance_association(n_patches: int, set_size: int) -> dict[str, float]:
     exact = 1 / math.comb(others, mates)
     overlap = (1 + mates * mates / others) / set_size
     return {"exact": exact, "overlap": overlap}
-
-
-def cosine_similarity(P: torch.Tensor) -> np.ndarray:
-    """(D, D) cosine similarity of the rows of P (positional encodings), as the figures draw it."""
-    unit = P.detach() / P.detach().norm(dim=1, keepdim=True)
-    return (unit @ unit.T).numpy()

@@ -4,6 +4,7 @@ during training (JSL-1, JSL-2), transfer (JSL-4) and the real-image accuracies (
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -17,9 +18,9 @@ from vitheory.core.artifacts import read_json, read_tensors
 from vitheory.core.checkpoint import checkpoint_metadata, load_checkpoint, seed_folder
 from vitheory.core.figures import read_frame, save_figure
 from vitheory.core.paths import artifact, run_name, runs
+from vitheory.core.similarity import cosine_similarity
 from vitheory.images.structure import token_correlation
 from vitheory.images.training import load_images, patch_order, permute_pixels
-from vitheory.jsl22.data import cosine_similarity
 from vitheory.jsl22.training import TRANSFER_COLUMNS
 
 ASSOCIATION, SPATIAL_TRAINING, TRANSFER, REAL_ACCURACY, POSITIONAL_MAPS = (
@@ -141,8 +142,9 @@ def real_runs() -> pd.DataFrame:
                          for summary in summaries for run in summary["runs"].values()])
 
 
-def render(dpi: int, association_threshold: float, target_error: float) -> None:
+def render(params: Any) -> None:
     """Every [JSL22] figure, from its stages' artifacts."""
+    dpi, association_threshold = params.render.dpi, params.render.association_threshold
     gram = read_tensors(artifact("spatial_gram"), ("initial", "final"))
     save_figure(similarity_maps_figure(
         [("at initialisation (seed 0)", gram["initial"][0].numpy()),
@@ -155,4 +157,5 @@ def render(dpi: int, association_threshold: float, target_error: float) -> None:
     save_figure(real_accuracy_figure(real_runs()), REAL_ACCURACY, dpi)
     save_figure(similarity_maps_figure(real_position_maps(), -1.0, "ViT positional encodings on real images (seed 0)",
                                        "cos(p_i, p_j); right: mean |corr|", columns=2), POSITIONAL_MAPS, dpi)
-    save_figure(transfer_figure(read_frame(artifact("transfer_runs"), TRANSFER_COLUMNS), target_error), TRANSFER, dpi)
+    save_figure(transfer_figure(read_frame(artifact("transfer_runs"), TRANSFER_COLUMNS), params.transfer.target_error),
+                TRANSFER, dpi)

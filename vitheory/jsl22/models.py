@@ -1,20 +1,16 @@
 """[JSL22] models: the one-layer ViT with positional attention (Definition 3.2), the vanilla one
-(Definition 3.1) and Theorem 3.1's generalized linear model. All are registered so that
-`vitheory.load_checkpoint` rebuilds them."""
+(Definition 3.1) and Theorem 3.1's generalized linear model."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from vitheory.core.checkpoint import register_model
-
 
 def cubic(z: torch.Tensor) -> torch.Tensor:
     return z ** 3
 
 
-@register_model
 class PositionalViT(nn.Module):
     """[JSL22] one-layer ViT with positional attention (the paper's Definition 3.2): the scores depend
     on learnable positional encodings P (D, d_p) only; the input enters through the values alone.
@@ -72,7 +68,6 @@ class PositionalViT(nn.Module):
         return "readout" if name == "v" else "mixing"
 
 
-@register_model
 class MultiHeadViT(nn.Module):
     """[JSL22] one-layer ViT with H attention heads and a readout of m cubic units. Each head's scores
     come from the patches plus positional encodings (`scores="tokens"`, the vanilla self-attention of
@@ -125,7 +120,6 @@ class MultiHeadViT(nn.Module):
         return "mixing" if name in ("P", "W_Q", "W_K") else "readout"
 
 
-@register_model
 class PatchGLM(nn.Module):
     """[JSL22] Theorem 3.1's generalized linear model g(X) = phi(sum_j <w_j, X_j>): one weight vector per
     patch; phi is the logistic link of the loss.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from vitheory.core.config import FRACTION, NON_NEGATIVE, OPEN_FRACTION, POSITIVE, Section, Violation, at_least, knob
 
@@ -131,3 +131,16 @@ class TransferParams(Section):
     finetune_steps: int = knob(at_least(1))
     finetune_lr: float = knob(POSITIVE)  # v, with the positional attention frozen
     target_error: float = knob(OPEN_FRACTION)
+
+
+# the params.yaml keys [JSL22] owns (vitheory.papers), each to its section
+SECTIONS = {"generate.spatial": SpatialDataParams, "generate.spatial_control": SpatialControlParams,
+            "spatial": SpatialTrainParams, "control": ControlParams, "transfer": TransferParams}
+
+
+def relations(params: Any) -> Iterator[Violation]:
+    """Rules across [JSL22]'s sections, over the whole file's params."""
+    if max(params.transfer.n_train) > params.generate.spatial.n_train:
+        yield "transfer.n_train", list(params.transfer.n_train), (
+            f"<= generate.spatial.n_train ({params.generate.spatial.n_train}) (every element): scratch "
+            "training is compared at sizes the pre-training could have seen")

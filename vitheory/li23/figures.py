@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
@@ -75,7 +77,8 @@ def phase_diagram_figure(runs: pd.DataFrame) -> plt.Figure:
 
 def scaling_figure(summary: dict, grid: str) -> plt.Figure:
     """N_min and steps to zero test error against 1/alpha*, log-log, one line per model, with each
-    fitted exponent and its bootstrap interval in the legend (`summary`: one grid's fits by model)."""
+    fitted exponent in the legend (`summary`: one grid's fits by model; their intervals are the claims',
+    in REPORT.md)."""
     rows = []
     for model, fit in summary.items():
         for quantity, key in (("N_min", "n_min"), ("steps", "steps")):
@@ -87,9 +90,10 @@ def scaling_figure(summary: dict, grid: str) -> plt.Figure:
               ("steps", "steps", "SGD steps to zero test error")]
     for ax, (quantity, key, label) in zip(axes, panels):
         for model, fit in summary.items():
-            exponent, low, high = (fit[f"{key}_exponent{end}"] for end in ("", "_ci_low", "_ci_high"))
+            exponent = fit[f"{key}_exponent"]
             points = table[(table.model == model) & (table.quantity == quantity)]
-            text = "no fit" if exponent is None else f"exponent {exponent:.2f} [{low:.2f}, {high:.2f}]"
+            censored = f", {len(fit['n_min_censored'])} censored" if key == "n_min" and fit["n_min_censored"] else ""
+            text = "no fit" if exponent is None else f"exponent {exponent:.2f}{censored}"
             ax.plot(points["1/alpha*"], points.value, marker="o", label=f"{model}: {text}")
         ax.set(xscale="log", yscale="log", xlabel="1 / alpha*", ylabel=label)
         ax.set_xticks(sorted(set(table["1/alpha*"])))
@@ -98,8 +102,9 @@ def scaling_figure(summary: dict, grid: str) -> plt.Figure:
             axis.set_major_formatter(FormatStrFormatter("%.3g"))
             axis.set_minor_formatter(NullFormatter())
         ax.legend(fontsize="small", loc="lower right")
-    fig.suptitle(f"{grid} grid: log-log, fitted exponent [bootstrap 95% interval]; a missing point never reached "
-                 "the success threshold within the N grid (left) or zero test error (right)", fontsize="small")
+    fig.suptitle(f"{grid} grid: log-log, fitted exponent (its interval: REPORT.md); a missing N_min never reached the "
+                 "success threshold within the N grid (the fit takes the grid's largest N); a seed that never reached "
+                 "zero test error counts at the step budget", fontsize="small")
     return fig
 
 
@@ -149,8 +154,9 @@ def phase_figure(name: str, grid: str) -> str:
     return f"{name}_{grid}"
 
 
-def render(dpi: int) -> None:
+def render(params: Any) -> None:
     """Every [LI23] figure, from its stages' artifacts."""
+    dpi = params.render.dpi
     li_history = read_frame(artifact("li_vit_history"), history.COLUMNS)
     reference = read_json(artifact("li_vit_metrics"))["reference"]
     save_figure(attention_mass_figure(li_history, **reference), ATTENTION, dpi)

@@ -1,5 +1,4 @@
-"""[LI23] models: the shallow ViT of the theory and the CNN it is compared with (SCIENCE.md section 1).
-Both are registered so that `vitheory.load_checkpoint` rebuilds them."""
+"""[LI23] models: the shallow ViT of the theory and the CNN it is compared with (SCIENCE.md section 1)."""
 
 from __future__ import annotations
 
@@ -11,10 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vitheory.core.checkpoint import register_model
 
-
-@register_model
 class ShallowViT(nn.Module):
     """[LI23] shallow ViT: one single-head softmax self-attention layer and a two-layer perceptron.
 
@@ -62,7 +58,6 @@ class ShallowViT(nn.Module):
         return "mixing" if name in ("W_Q", "W_K") else "mlp"
 
 
-@register_model
 class TokenCNN(nn.Module):
     """The [LI23] comparison CNN: the ViT with its attention replaced by a 1-D convolution over the
     token sequence (SCIENCE.md section 1, our default construction).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from vitheory.core.config import (
     FRACTION,
@@ -147,8 +147,6 @@ class CNNRecipe(Section):
 @dataclass(frozen=True)
 class FitParams(Section):
     success_rate: float = knob(OPEN_FRACTION)
-    bootstrap: int = knob(at_least(10))
-    seed: int = knob(NON_NEGATIVE)
 
 
 @dataclass(frozen=True)
@@ -228,3 +226,15 @@ class SparsifyRealParams(Section):
     finetune_epochs: int = knob(at_least(1))
     finetune_lr: float = knob(POSITIVE)
     spurious: SpuriousParams = knob()
+
+
+# the params.yaml keys [LI23] owns (vitheory.papers), each to its section
+SECTIONS = {"generate.li_tokens": LiTokensParams, "train.li_vit": LiVitTrainParams, "phase": PhaseParams,
+            "sparsify": SparsifyParams, "sparsify_real": SparsifyRealParams}
+
+
+def relations(params: Any) -> Iterator[Violation]:
+    """Rules across [LI23]'s sections, over the whole file's params."""
+    n_train = params.generate.li_tokens.n_train
+    if params.train.li_vit.batch_size > n_train:
+        yield "train.li_vit.batch_size", params.train.li_vit.batch_size, f"<= generate.li_tokens.n_train ({n_train})"

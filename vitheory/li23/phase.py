@@ -139,25 +139,29 @@ def n_min(rates_over_n: dict[int, float], threshold: float) -> int | None:
     return found
 
 
-def fit_exponent(inverse_alpha: Sequence[float], values: Sequence[float | None]) -> float | None:
-    """Slope of log(value) against log(1/alpha*) by least squares, over the finite values."""
-    points = [(math.log(x), math.log(v)) for x, v in zip(inverse_alpha, values) if v is not None and v > 0]
+def fit_exponent(inverse_alpha: Sequence[float], values: Sequence[float | None], ceiling: float) -> float | None:
+    """Slope of log(value) against log(1/alpha*) by least squares. A censored value (None: not reached
+    inside the grid, so larger than its `ceiling`) enters at the ceiling, not dropped: raising it could
+    only steepen the slope where it lies right of the points' mean 1/alpha*, as censoring at small
+    alpha* does, so the fit is then a lower bound (the claims report how many values were censored)."""
+    points = [(math.log(x), math.log(ceiling if v is None else v)) for x, v in zip(inverse_alpha, values)]
     if len(points) < 2 or len({x for x, _ in points}) < 2:
         return None
     xs, ys = np.array(points).T
     return float(np.polyfit(xs, ys, 1)[0])
 
 
-def mean_steps(rows: Sequence[dict]) -> dict[float, float | None]:
-    """alpha* -> mean SGD steps to zero test error (Theorem 1's T) at the largest N, over the seeds
-    that got there."""
+def mean_steps(rows: Sequence[dict], budget: int) -> dict[float, float]:
+    """alpha* -> mean SGD steps to zero test error (Theorem 1's T) at the largest N over every seed; a
+    seed that never got there within the step `budget` counts at the budget (censored: the mean is then
+    a lower bound, never a mean of the lucky seeds alone)."""
     largest = max(r["n_train"] for r in rows)
     by_alpha: dict[float, list[int]] = {}
     for r in rows:
         if r["n_train"] == largest:
-            by_alpha.setdefault(r["alpha_star"], []).append(r["steps_to_zero_test_error"])
-    reached = {alpha: [s for s in steps if s >= 0] for alpha, steps in sorted(by_alpha.items())}
-    return {alpha: sum(steps) / len(steps) if steps else None for alpha, steps in reached.items()}
+            steps = r["steps_to_zero_test_error"]
+            by_alpha.setdefault(r["alpha_star"], []).append(budget if steps < 0 else steps)
+    return {alpha: sum(steps) / len(steps) for alpha, steps in sorted(by_alpha.items())}
 
 
 def by_seed(rows: Sequence[dict]) -> list[list[dict]]:
@@ -165,50 +169,37 @@ def by_seed(rows: Sequence[dict]) -> list[list[dict]]:
     return [[r for r in rows if r["seed"] == seed] for seed in sorted({r["seed"] for r in rows})]
 
 
-def scaling(units: Sequence[Sequence[dict]], threshold: float
-            ) -> tuple[dict[float, int | None], dict[float, float | None], float | None, float | None]:
+def scaling(units: Sequence[Sequence[dict]], threshold: float, budget: int
+            ) -> tuple[dict[float, int | None], dict[float, float], float | None, float | None]:
     """N_min and mean steps per alpha*, and their exponents against 1/alpha*, from the runs of each unit
-    (a seed; a resample may hold one seed several times, each counted as its own)."""
+    (a seed; a resample may hold one seed several times, each counted as its own). A censored N_min
+    (None) enters its fit at the grid's largest N, a censored step count at the `budget`."""
     rows = [dict(row, seed=i) for i, unit in enumerate(units) for row in unit]
     alphas = sorted({r["alpha_star"] for r in rows})
     inverse = [1 / a for a in alphas]
     nmins = {a: n_min(rates, threshold) for a, rates in success_rates(rows).items()}
-    steps = mean_steps(rows)
-    return (nmins, steps, fit_exponent(inverse, [nmins[a] for a in alphas]),
-            fit_exponent(inverse, [steps[a] for a in alphas]))
+    steps = mean_steps(rows, budget)
+    largest = max(r["n_train"] for r in rows)
+    return (nmins, steps, fit_exponent(inverse, [nmins[a] for a in alphas], largest),
+            fit_exponent(inverse, [steps[a] for a in alphas], budget))
 
 
-def summarize(rows: Sequence[dict], threshold: float, n_boot: int, seed: int) -> dict:
-    """N_min per alpha*, steps per alpha*, and both exponents against 1/alpha* with bootstrap 95%
-    intervals (resampling the seeds with replacement)."""
-    units = dict(zip(sorted({r["seed"] for r in rows}), by_seed(rows)))
-    seeds = list(units)
-    alphas = sorted({r["alpha_star"] for r in rows})
-
-    def estimate(chosen: Sequence[int] | None) -> tuple[dict, dict, float | None, float | None]:
-        return scaling([units[s] for s in (seeds if chosen is None else chosen)], threshold)
-
-    nmins, steps, n_exp, step_exp = estimate(None)
-    rng = np.random.default_rng(seed)
-    boots = [estimate(list(rng.choice(seeds, size=len(seeds)))) for _ in range(n_boot)]
-
-    def interval(index: int, name: str) -> dict[str, float | None]:
-        values = [b[index] for b in boots if b[index] is not None]
-        low, high = (float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))) if values else (None, None)
-        return {f"{name}_ci_low": low, f"{name}_ci_high": high}
-
-    # numbers and alpha*-keyed maps of numbers only, -1 for "never reached in the grid", so that
-    # `dvc metrics show` and `dvc exp show` read every value
-    def keyed(values: dict[float, float | None]) -> dict[str, float]:
-        return {str(a): -1 if values[a] is None else values[a] for a in alphas}
-
-    return {"n_min": keyed(nmins), "steps": keyed(steps),
-            "n_min_exponent": n_exp, **interval(2, "n_min_exponent"),
-            "steps_exponent": step_exp, **interval(3, "steps_exponent")}
+def summarize(rows: Sequence[dict], threshold: float, budget: int) -> dict:
+    """The point estimates the scaling figure draws: N_min and steps per alpha*, both exponents against
+    1/alpha*, and the alpha* whose N_min the grid censors. Their intervals are the claims' (LI-1, LI-2),
+    computed there alone, so that no two files give one number two intervals."""
+    nmins, steps, n_exp, step_exp = scaling(by_seed(rows), threshold, budget)
+    # numbers and alpha*-keyed maps of numbers only, -1 for "never reached in the grid", so that every
+    # value reads as a number
+    return {"n_min": {str(a): -1 if n is None else n for a, n in nmins.items()},
+            "steps": {str(a): value for a, value in steps.items()},
+            "n_min_censored": [a for a, n in nmins.items() if n is None],
+            "n_min_exponent": n_exp, "steps_exponent": step_exp}
 
 
-def fit_all(cfg: FitParams, root: Path = Path(".")) -> dict:
-    """phase_fit's metrics: `summarize` of every model's runs on every grid."""
-    return {"success_rate_threshold": cfg.success_rate,
-            "grids": {grid: {model: summarize(read_runs(grid, model, root), cfg.success_rate, cfg.bootstrap, cfg.seed)
+def fit_all(cfg: FitParams, budget: int, root: Path = Path(".")) -> dict:
+    """phase_fit's metrics: `summarize` of every model's runs on every grid, with the settings the claims
+    read (the success-rate threshold of N_min, the step budget at which a step count is censored)."""
+    return {"success_rate_threshold": cfg.success_rate, "step_budget": budget,
+            "grids": {grid: {model: summarize(read_runs(grid, model, root), cfg.success_rate, budget)
                              for model in runs("phase_models")} for grid in runs("phase_grids")}}

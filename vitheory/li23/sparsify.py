@@ -10,7 +10,6 @@ practitioner can do).
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -111,14 +110,3 @@ def run(cfg: SparsifyParams, progress: bool = True) -> list[dict]:
         rows += [{"strategy": strategy, "keep_ratio": keep, "kept_tokens": kept, "seed": s,
                   "test_loss": loss, "test_error": err} for s, (loss, err) in enumerate(metrics)]
     return rows
-
-
-def summarize(rows: Sequence[dict]) -> dict[str, dict[str, float]]:
-    """sparsify's metrics: mean test loss and error per strategy, over keep ratios and seeds."""
-    losses: dict[str, list[float]] = {}
-    errors: dict[str, list[float]] = {}
-    for row in rows:
-        losses.setdefault(row["strategy"], []).append(row["test_loss"])
-        errors.setdefault(row["strategy"], []).append(row["test_error"])
-    return {"mean_test_loss": {s: statistics.mean(v) for s, v in losses.items()},
-            "mean_test_error": {s: statistics.mean(v) for s, v in errors.items()}}

@@ -6,7 +6,6 @@ spurious patch correlated with the class in training, removed or decorrelated at
 from __future__ import annotations
 
 import copy
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -153,21 +152,3 @@ def natural_runs(models: Sequence[SmallViT], x: dict[str, torch.Tensor], y: dict
                 rows.append(("natural", strategy, k, seed, 1,
                              sparsified_accuracy(tuned, model, x["test"], y["test"], k, strategy, seed)))
     return rows
-
-
-def summarize(rows: Sequence[Sequence], patches: int, half: int) -> dict[str, float]:
-    """sparsify_real's metrics from its runs (rows in the order of `COLUMNS`): mean test accuracy over
-    seeds with all tokens and with half of them kept by each strategy, at inference and fine-tuned, and
-    of the spurious-marker experiment."""
-    def mean(experiment: str, strategy: str, kept: int, finetuned: int) -> float:
-        return statistics.mean(r[-1] for r in rows if tuple(r[:3]) == (experiment, strategy, kept)
-                               and r[4] == finetuned)
-
-    summary = {"patches": patches, "half": half, "full_accuracy": mean("natural", "all", patches, 0)}
-    for finetuned, label in ((0, "inference"), (1, "finetuned")):
-        for strategy in STRATEGIES:
-            summary[f"{label}_{strategy}_half_accuracy"] = mean("natural", strategy, half, finetuned)
-    summary["spurious_clean_accuracy"] = mean("spurious_clean", "all", patches, 0)
-    for strategy, kept in (("all", patches), ("oracle", patches - 1), ("attention", patches - 1)):
-        summary[f"spurious_decorrelated_{strategy}_accuracy"] = mean("spurious_decorrelated", strategy, kept, 0)
-    return summary

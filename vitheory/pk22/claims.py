@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from vitheory.core.artifacts import read_rows, read_table
+from vitheory.core.artifacts import read_table
 from vitheory.core.claims import Claim, Criterion, Measured, Paper, Samples
 from vitheory.core.figures import figure_path
 from vitheory.core.paths import artifact
@@ -120,13 +120,13 @@ def _hessian_samples(root: Path) -> Samples:
     spectrum and its density's negative curvature share), one group per model. The seed is the unit:
     its mini-batches share one model, so they are measured inside it, never resampled as if independent."""
     found: dict[str, dict[tuple[int, int], dict[str, Any]]] = {}
-    for model, seed, batch, which, _, eigenvalue in read_rows(root / table_path("hessian"), hessian.COLUMNS):
-        unit = found.setdefault(model, {}).setdefault((seed, batch), {"top": []})
-        if which == "top":
-            unit["top"].append(eigenvalue)
+    for row in read_table(root / table_path("hessian"), hessian.COLUMNS):
+        unit = found.setdefault(row["model"], {}).setdefault((row["seed"], row["batch"]), {"top": []})
+        if row["which"] == "top":
+            unit["top"].append(row["eigenvalue"])
         else:
-            unit[which] = eigenvalue
-    density = read_rows(root / table_path("density"), hessian.DENSITY_COLUMNS)
+            unit[row["which"]] = row["eigenvalue"]
+    density = read_table(root / table_path("density"), hessian.DENSITY_COLUMNS)
     for model, units in found.items():
         for key, (nodes, weights) in zip(sorted(units), density_units(density, model), strict=True):
             units[key]["share"] = hessian.negative_curvature_share(nodes, weights)
@@ -229,8 +229,9 @@ def _block_changes(quantity: str) -> Callable[[Samples], Measured]:
 def _noise_samples(root: Path) -> Samples:
     """Units: each seed's clean accuracy and accuracy drop per noise frequency, one group per model."""
     found: dict[str, dict[int, dict[float, tuple[float, float]]]] = {}
-    for model, seed, frequency, clean, drop in read_rows(root / table_path("noise"), noise.COLUMNS):
-        found.setdefault(model, {}).setdefault(seed, {})[frequency] = (clean, drop)
+    for row in read_table(root / table_path("noise"), noise.COLUMNS):
+        found.setdefault(row["model"], {}).setdefault(row["seed"], {})[row["frequency"]] = (
+            row["clean_accuracy"], row["accuracy_drop"])
     return {model: [drops for _, drops in sorted(seeds.items())] for model, seeds in found.items()}
 
 
@@ -271,7 +272,7 @@ PAPER = Paper(
                       Criterion("vit_train_share_of_test_error_rise", ">=", 0.5,
                                 ("ours: 'not overfitting' read as: at least half of the test error lost with the "
                                  "data is lost on the training images too (an overfitting model: near 0)"))),
-            evidence=(figure_path(figures.SMALL_DATA), artifact("pk_train_runs"), artifact("pk_train_metrics")),
+            evidence=(figure_path(figures.SMALL_DATA), artifact("pk_train_runs")),
             samples=_training_samples,
             statistics=_pk1_statistics,
             regime=_trainings_setting,
@@ -298,7 +299,7 @@ PAPER = Paper(
                                  "eigenvalues'; the sign")),
                       Criterion("gap_minus_vit_negative_curvature", "<", 0.0,
                                 "paper: [PK22] (seed summary): 'GAP suppressed the negative eigenvalues'; the sign")),
-            evidence=(figure_path(figures.HESSIAN), table_path("hessian"), artifact("pk_metrics")),
+            evidence=(figure_path(figures.HESSIAN), table_path("hessian"), table_path("density")),
             samples=_hessian_samples,
             statistics=_pk2_statistics,
             regime=_pk2_regime,
@@ -323,7 +324,7 @@ PAPER = Paper(
                       Criterion("alternet_msa_change", "<", 0.0,
                                 ("paper: [PK22] Figs. 8-9 (as the review reads them): AlterNet's MSA blocks, closing "
                                  "each stage, reduce the high-frequency amplitude; the sign"))),
-            evidence=(figure_path(figures.FEATURES), table_path("profiles"), artifact("pk_metrics")),
+            evidence=(figure_path(figures.FEATURES), table_path("profiles")),
             samples=_profile_samples,
             statistics=_block_changes("high_frequency"),
             regime=_feature_maps_regime,
@@ -345,7 +346,7 @@ PAPER = Paper(
                       Criterion("alternet_msa_change", "<", 0.0,
                                 ("paper: [PK22] Figs. 8-9 (as the review reads them): AlterNet's MSA blocks, closing "
                                  "each stage, reduce the feature maps' variance; the sign"))),
-            evidence=(figure_path(figures.FEATURES), table_path("profiles"), artifact("pk_metrics")),
+            evidence=(figure_path(figures.FEATURES), table_path("profiles")),
             samples=_profile_samples,
             statistics=_block_changes("variance"),
             regime=_feature_maps_regime,
@@ -363,7 +364,7 @@ PAPER = Paper(
             conditions=(Criterion("least_noisy_accuracy", ">=", 0.5,
                                   ("ours: no model may collapse under the noise (50% accuracy left at every band), "
                                    "so the drops compare working models")),),
-            evidence=(figure_path(figures.NOISE), table_path("noise"), artifact("pk_metrics")),
+            evidence=(figure_path(figures.NOISE), table_path("noise")),
             samples=_noise_samples,
             statistics=_pk5_statistics,
             regime=_pk5_regime,
@@ -381,7 +382,7 @@ PAPER = Paper(
             conditions=(Criterion("least_test_error_small_data", ">=", 0.01,
                                   ("ours: neither model at its ceiling on small data (at least 1 point of test error "
                                    "left), or no difference can show")),),
-            evidence=(figure_path(figures.SMALL_DATA), artifact("pk_train_runs"), artifact("pk_train_metrics")),
+            evidence=(figure_path(figures.SMALL_DATA), artifact("pk_train_runs")),
             samples=_training_samples,
             statistics=_pk6_statistics,
             regime=_trainings_setting,
@@ -397,7 +398,7 @@ PAPER = Paper(
             criteria=(Criterion("end_of_stage_msa_minus_earlier_blocks", ">", 0.0,
                                 ("paper: [PK22] lesion study (as SCIENCE.md reads it): MSAs at the end of a stage "
                                  "matter most; the sign")),),
-            evidence=(figure_path(figures.LESION), table_path("lesion"), artifact("pk_metrics")),
+            evidence=(figure_path(figures.LESION), table_path("lesion")),
             samples=_lesion_samples,
             statistics=_pk7_statistics,
             regime=_trainings_setting,
@@ -413,7 +414,7 @@ PAPER = Paper(
             criteria=(Criterion("log_alternet_over_cnn_baseline_lambda_max", "<", 0.0,
                                 ("paper: [PK22] Hessian spectra (seed summary): with MSAs 'the magnitude of positive "
                                  "eigenvalues is lower' than ResNet's; AlterNet against its own CNN, the sign")),),
-            evidence=(figure_path(figures.HESSIAN), table_path("hessian"), artifact("pk_metrics")),
+            evidence=(figure_path(figures.HESSIAN), table_path("hessian"), table_path("density")),
             samples=_hessian_samples,
             statistics=_pk8_statistics,
             regime=_pk8_regime,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -61,11 +60,6 @@ def block_changes(profile: list[dict[str, float | str]], quantity: str) -> dict[
         if after["tokens"] == before["tokens"]:
             changes.setdefault(str(after["kind"]), []).append(float(after[quantity]) - float(before[quantity]))
     return changes
-
-
-def change_by_kind(profile: list[dict[str, float | str]], quantity: str) -> dict[str, float]:
-    """Mean change of `quantity` across the blocks of each kind, downsampling blocks left out."""
-    return {kind: float(np.mean(values)) for kind, values in block_changes(profile, quantity).items()}
 
 
 def profile_rows(name: str, seed: int, model: nn.Module, x: torch.Tensor) -> list[tuple]:

@@ -3,6 +3,8 @@ spectrum (PK-2), small data and AlterNet (PK-1, PK-6)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -128,8 +130,9 @@ def pk_lesion_figure(lesions: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def render(dpi: int) -> None:
+def render(params: Any) -> None:
     """Every [PK22] figure, from its stages' artifacts."""
+    dpi = params.render.dpi
     tables = {name: read_frame(table_path(name), columns) for name, columns in TABLES.items()}
     save_figure(pk_features_figure(tables["profiles"]), FEATURES, dpi)
     save_figure(pk_noise_figure(tables["noise"]), NOISE, dpi)

@@ -1,12 +1,12 @@
-"""[PK22] models: AlterNet, SmallResNet's stages with attention blocks at the ends of stages.
-Registered so that `vitheory.load_checkpoint` rebuilds it."""
+"""[PK22] models: AlterNet, SmallResNet's stages with attention blocks at the ends of stages."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 from torch import nn
 
-from vitheory.core.checkpoint import register_model
 from vitheory.images.models import Block, SmallResNet, as_tokens, conv_stem, residual_stages
 
 
@@ -25,7 +25,6 @@ class MapAttention(nn.Module):
         return after_attention, tokens.transpose(1, 2).reshape(x.shape)
 
 
-@register_model
 class AlterNet(nn.Module):
     """[PK22]'s AlterNet at small scale: SmallResNet's stages, the last `attention[s]` blocks of stage s
     attention blocks (MapAttention) instead of residual conv blocks. The official AlterNet
@@ -37,8 +36,8 @@ class AlterNet(nn.Module):
         stage downsamples and stays a conv block). heads: attention heads.
     """
 
-    def __init__(self, *, image_size: int, channels: int, n_classes: int, widths: list[int], blocks: list[int],
-                 attention: list[int], heads: int):
+    def __init__(self, *, image_size: int, channels: int, n_classes: int, widths: Sequence[int],
+                 blocks: Sequence[int], attention: Sequence[int], heads: int):
         super().__init__()
         if not len(widths) == len(blocks) == len(attention) or any(
                 a > b - (1 if stage else 0) for stage, (a, b) in enumerate(zip(attention, blocks))):

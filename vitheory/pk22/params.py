@@ -55,3 +55,7 @@ class PKTrainParams(Section):
     alternet_seeds: int = knob(at_least(1))  # AlterNet and its CNN, on every fraction and all the data
     alternet: AlterNetPreset = knob()
     cnn_baseline: ResNetPreset = knob()  # the CNN of AlterNet's depth, all blocks convolutional
+
+
+# the params.yaml keys [PK22] owns (vitheory.papers), each to its section
+SECTIONS = {"pk_train": PKTrainParams, "pk": PKParams}

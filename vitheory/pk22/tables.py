@@ -1,26 +1,68 @@
-"""[PK22] pk_analysis's tables: every analysis on every trained model and seed (feature maps: ViT, CNN,
-AlterNet; noise: ViT, CNN; Hessian: ViT, CNN, ViT with global average pooling, ViT on the smallest data
-fraction), and the summary the claims read."""
+"""[PK22] pk_analysis's tables: every analysis, registered once in `ANALYSES` with its tables and the
+models it runs on, on every trained model and seed. The claims compute every statistic from them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
 from vitheory.core.checkpoint import load_checkpoint, seed_folder
 from vitheory.core.paths import artifact
 from vitheory.images.training import LoadedImages
 from vitheory.pk22 import feature_maps, hessian, lesion, noise
-from vitheory.pk22.feature_maps import change_by_kind
 from vitheory.images.params import RealTrainParams
 from vitheory.pk22.params import PKParams
 from vitheory.pk22.trainings import fraction_folder, fraction_index, full_data_checkpoints
 
-TABLES = {"profiles": feature_maps.COLUMNS, "noise": noise.COLUMNS, "hessian": hessian.COLUMNS,
-          "lesion": lesion.COLUMNS, "density": hessian.DENSITY_COLUMNS}
+
+@dataclass(frozen=True)
+class Inputs:
+    """What an analysis of one model and seed may read: the first `cfg.n_images` test images, and the
+    training images with `own`, the index of those the model trained on."""
+
+    cfg: PKParams
+    train: RealTrainParams
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    data: LoadedImages
+    own: torch.Tensor
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One analysis: the tables it writes (name -> columns), the models it runs on, and
+    `rows(name, seed, model, inputs)`, its rows of one model and seed by table name."""
+
+    tables: Mapping[str, Mapping[str, Callable[[str], Any]]]
+    models: tuple[str, ...]
+    rows: Callable[[str, int, nn.Module, Inputs], dict[str, list[tuple]]]
+
+
+def _hessian_tables(name: str, seed: int, model: nn.Module, inputs: Inputs) -> dict[str, list[tuple]]:
+    eigenvalues, density = hessian.hessian_rows(name, seed, model, inputs.data.x["train"][inputs.own],
+                                                inputs.data.y["train"][inputs.own], inputs.cfg, inputs.train)
+    return {"hessian": eigenvalues, "density": density}
+
+
+# in the order they run on each model and seed; one registration per analysis
+ANALYSES = (
+    Analysis({"profiles": feature_maps.COLUMNS}, ("vit", "cnn", "alternet"), lambda name, seed, model, inputs: {
+        "profiles": feature_maps.profile_rows(name, seed, model, inputs.x_test)}),
+    Analysis({"lesion": lesion.COLUMNS}, ("vit", "alternet"), lambda name, seed, model, inputs: {
+        "lesion": lesion.lesion_rows(name, seed, model, inputs.x_test, inputs.y_test)}),
+    Analysis({"noise": noise.COLUMNS}, ("vit", "cnn"), lambda name, seed, model, inputs: {
+        "noise": noise.noise_rows(name, seed, model, inputs.x_test, inputs.y_test, inputs.cfg)}),
+    # every model's Hessian: PK-2 reads the ViTs and the CNN, PK-8 AlterNet and its CNN too
+    Analysis({"hessian": hessian.COLUMNS, "density": hessian.DENSITY_COLUMNS},
+             ("vit", "cnn", "alternet", "cnn_baseline", "vit_gap", "vit_small"), _hessian_tables),
+)
+TABLES = {name: columns for analysis in ANALYSES for name, columns in analysis.tables.items()}  # every table, by name
 
 
 def table_path(name: str) -> Path:
@@ -38,76 +80,31 @@ def model_folders(smallest_fraction: float) -> dict[str, Path]:
 
 def analyse(cfg: PKParams, train: RealTrainParams, smallest_fraction: float, alternet_seeds: int, images_seed: int,
             data: LoadedImages, device: torch.device) -> dict[str, list[tuple]]:
-    """Every table of `TABLES`: feature maps and noise on the first `cfg.n_images` test images, the
-    Hessian of every model on mini-batches of its own training images, augmented as it trained;
-    AlterNet and the CNN of its shape over all `alternet_seeds` they were trained with, the others
-    over `train.seeds`."""
+    """Every table of `TABLES`, each analysis of `ANALYSES` on its models: feature maps, lesions and noise
+    on the first `cfg.n_images` test images, the Hessian on mini-batches of the model's own training
+    images, augmented as it trained; AlterNet and the CNN of its shape over all `alternet_seeds` they
+    were trained with, the others over `train.seeds`."""
     x_test, y_test = data.x["test"][:cfg.n_images], data.y["test"][:cfg.n_images]
     # before any compute: the smallest training set must fill the Hessian's mini-batches
     hessian.check_batches(len(fraction_index(data.y["train"], smallest_fraction, images_seed)), cfg, "vit_small")
     tables: dict[str, list[tuple]] = {name: [] for name in TABLES}
     for name, folder in model_folders(smallest_fraction).items():
         own = fraction_index(data.y["train"], smallest_fraction if name == "vit_small" else 1.0, images_seed)
+        inputs = Inputs(cfg, train, x_test, y_test, data, own)
         for seed in range(alternet_seeds if name in ("alternet", "cnn_baseline") else train.seeds):
             model = load_checkpoint(folder / seed_folder(seed), device.type)
-            if name in ("vit", "cnn", "alternet"):
-                tables["profiles"] += feature_maps.profile_rows(name, seed, model, x_test)
-            if name in ("vit", "alternet"):
-                tables["lesion"] += lesion.lesion_rows(name, seed, model, x_test, y_test)
-            if name in ("vit", "cnn"):
-                tables["noise"] += noise.noise_rows(name, seed, model, x_test, y_test, cfg)
-            # every model's Hessian: PK-2 reads the ViTs and the CNN, PK-8 AlterNet and its CNN too
-            eigenvalues, density = hessian.hessian_rows(name, seed, model, data.x["train"][own], data.y["train"][own],
-                                                        cfg, train)
-            tables["hessian"] += eigenvalues
-            tables["density"] += density
+            for analysis in ANALYSES:
+                if name in analysis.models:
+                    for table, rows in analysis.rows(name, seed, model, inputs).items():
+                        tables[table] += rows
     return tables
 
 
-def density_units(density_rows: Sequence[Sequence], name: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Model `name`'s density nodes and weights, one pair of arrays per (seed, mini-batch)."""
+def density_units(density_rows: Sequence[Mapping[str, Any]], name: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Model `name`'s density nodes and weights, one pair of arrays per (seed, mini-batch); rows keyed
+    by `hessian.DENSITY_COLUMNS`."""
     units: dict[tuple[int, int], list[tuple[float, float]]] = {}
-    for model, seed, batch, _, node, weight in density_rows:
-        if model == name:
-            units.setdefault((seed, batch), []).append((node, weight))
+    for row in density_rows:
+        if row["model"] == name:
+            units.setdefault((row["seed"], row["batch"]), []).append((row["eigenvalue"], row["weight"]))
     return [tuple(np.array(column) for column in zip(*units[key])) for key in sorted(units)]
-
-
-def summarize(profiles: Sequence[Sequence], noise_rows: Sequence[Sequence], hessian_rows: Sequence[Sequence],
-              lesion_rows: Sequence[Sequence], density_rows: Sequence[Sequence]) -> dict:
-    """pk_analysis's metrics from its tables (rows in the order of each module's `COLUMNS`). Mean change
-    of the high-frequency delta and of the variance across the blocks of each kind, downsampling blocks
-    left out (over seeds; ViT, CNN, AlterNet), the accuracy drop at the lowest and highest noise band (ViT, CNN), and
-    NEP, APE, both ends of the Hessian's spectrum and the density's negative curvature share (ViT, CNN,
-    ViT with global average pooling, ViT on the smallest data fraction), and the mean accuracy lost by removing each kind of branch (ViT,
-    AlterNet)."""
-    summary = {}
-    for name in ("vit", "cnn", "alternet"):
-        changes = {"high_frequency": {}, "variance": {}}
-        for seed in sorted({row[1] for row in profiles if row[0] == name}):
-            profile = [dict(zip(feature_maps.COLUMNS, r)) for r in profiles if r[0] == name and r[1] == seed]
-            for quantity, by_kind in changes.items():
-                for kind, change in change_by_kind(profile, quantity).items():
-                    by_kind.setdefault(kind, []).append(change)
-        for quantity, by_kind in changes.items():
-            for kind, values in by_kind.items():
-                summary[f"{name}_{quantity}_change_{kind}"] = float(np.mean(values))
-    for name in ("vit", "cnn"):
-        drops = {}
-        for _, _, frequency, _, drop in (r for r in noise_rows if r[0] == name):
-            drops.setdefault(frequency, []).append(drop)
-        summary[f"{name}_noise_drop_lowest"] = float(np.mean(drops[min(drops)]))
-        summary[f"{name}_noise_drop_highest"] = float(np.mean(drops[max(drops)]))
-    for name in ("vit", "cnn", "vit_gap", "vit_small", "alternet", "cnn_baseline"):
-        eigenvalues = np.array([r[5] for r in hessian_rows if r[0] == name and r[3] == "top"])
-        summary[f"{name}_nep"] = float((eigenvalues < 0).mean())
-        summary[f"{name}_ape"] = float(eigenvalues[eigenvalues > 0].mean()) if (eigenvalues > 0).any() else 0.0
-        for end in ("min", "max"):
-            summary[f"{name}_lambda_{end}"] = float(np.mean([r[5] for r in hessian_rows if r[0] == name and r[3] == end]))
-        summary[f"{name}_negative_curvature_share"] = float(np.mean(
-            [hessian.negative_curvature_share(*unit) for unit in density_units(density_rows, name)]))
-    for name in ("vit", "alternet"):
-        for kind in sorted({r[3] for r in lesion_rows if r[0] == name}):
-            summary[f"{name}_lesion_drop_{kind}"] = float(np.mean([r[6] for r in lesion_rows
-                                                                   if r[0] == name and r[3] == kind]))
-    return summary

@@ -6,8 +6,6 @@ error. Every fraction trains for as many optimiser steps as all the data does.""
 from __future__ import annotations
 
 import math
-import statistics
-from collections.abc import Sequence
 from dataclasses import asdict, replace
 from functools import partial
 from pathlib import Path
@@ -15,11 +13,12 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from vitheory.core.artifacts import read_meta
 from vitheory.core.checkpoint import load_checkpoint, save_checkpoint, seed_folder
 from vitheory.core.paths import artifact, run_name
 from vitheory.core.resume import Resume
 from vitheory.images.datasets import balanced_subset
-from vitheory.images.params import ImagesParams, RealTrainParams
+from vitheory.images.params import RealTrainParams
 from vitheory.images.training import FitTask, LoadedImages, build_model, evaluate, run_tasks
 from vitheory.pk22.models import AlterNet
 from vitheory.pk22.params import AlterNetPreset, PKTrainParams
@@ -47,11 +46,11 @@ def fraction_index(labels: torch.Tensor, fraction: float, seed: int) -> torch.Te
 
 
 def build_alternet(preset: AlterNetPreset, image_size: int, channels: int, n_classes: int) -> AlterNet:
-    return AlterNet(image_size=image_size, channels=channels, n_classes=n_classes, widths=list(preset.widths),
-                    blocks=list(preset.blocks), attention=list(preset.attention), heads=preset.heads)
+    """AlterNet for images of this shape, the preset's fields its keywords."""
+    return AlterNet(image_size=image_size, channels=channels, n_classes=n_classes, **asdict(preset))
 
 
-def run_trainings(cfg: PKTrainParams, real: RealTrainParams, images: ImagesParams, data: LoadedImages,
+def run_trainings(cfg: PKTrainParams, real: RealTrainParams, images_seed: int, data: LoadedImages,
                   device: torch.device, models: Path, resume: Resume) -> list[tuple]:
     """Every training of pk_train, each seed saved as a checkpoint under `models` and resumable from
     `resume`; with train_real's full-data ViT and CNN measured first. Rows of `COLUMNS`."""
@@ -84,7 +83,7 @@ def run_trainings(cfg: PKTrainParams, real: RealTrainParams, images: ImagesParam
     plan, tasks = [], []
     for name, fraction, seeds in jobs:
         folder = name if fraction == 1 else fraction_folder(name, fraction)
-        index = fraction_index(y["train"], fraction, images.seed)
+        index = fraction_index(y["train"], fraction, images_seed)
         # as many optimiser steps as all the data gets: a small fraction must not stop short of converging
         epochs = math.ceil(real.epochs * steps(len(everything)) / steps(len(index)))
         for seed in range(seeds):
@@ -99,19 +98,5 @@ def run_trainings(cfg: PKTrainParams, real: RealTrainParams, images: ImagesParam
         record(name, fraction, seed, model, index)
         save_checkpoint(models / folder / seed_folder(seed), model.cpu(), {
             "stage": "pk_train", "model": name, "fraction": fraction, "seed": seed, "epochs": epochs,
-            "train": asdict(real), "data": asdict(images), "device": device.type})
+            "train": asdict(real), "data": read_meta(artifact("images"))["params"], "device": device.type})
     return runs
-
-
-def training_summary(runs: Sequence[Sequence]) -> dict[str, float]:
-    """pk_train's metrics from its runs (rows in the order of `COLUMNS`): mean training and
-    test error and loss over seeds of each model and data fraction, keyed `<model>_<fraction>_<quantity>`."""
-    summary = {}
-    for name, fraction in sorted({(r[0], r[1]) for r in runs}):
-        rows = [r for r in runs if (r[0], r[1]) == (name, fraction)]
-        key = f"{name}_{fraction:g}"
-        summary |= {f"{key}_train_error": statistics.mean(r[4] for r in rows),
-                    f"{key}_test_error": statistics.mean(r[6] for r in rows),
-                    f"{key}_train_loss": statistics.mean(r[3] for r in rows),
-                    f"{key}_test_loss": statistics.mean(r[5] for r in rows)}
-    return summary
