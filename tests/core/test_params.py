@@ -158,6 +158,14 @@ def test_command_line_check_exits_2_with_one_line(tmp_path):
     assert "generate.li_tokens.alpha_star = 2.0" in run.stderr
 
 
+def test_the_command_line_check_has_help_and_says_ok_on_the_default():
+    shown = subprocess.run([sys.executable, "-m", "vitheory.params", "--help"], cwd=ROOT, capture_output=True,
+                           text=True)
+    assert shown.returncode == 0 and shown.stdout.startswith("usage: python -m vitheory.params"), shown.stderr
+    checked = subprocess.run([sys.executable, "-m", "vitheory.params"], cwd=ROOT, capture_output=True, text=True)
+    assert (checked.returncode, checked.stdout) == (0, "params.yaml: ok\n")
+
+
 def test_a_random_partition_needs_no_square_grid_and_the_variant_is_the_other_partition():
     raw = with_value("generate.spatial.n_patches", 12)
     raw["generate"]["spatial"]["partition"] = "random"

@@ -218,7 +218,8 @@ PAPER = Paper(
             metric=("N_min(alpha*): the smallest N from which on at least the threshold share of seeds reach "
                     "zero test error. The verdict is on the directions the paper states; the log-log slope of "
                     "N_min against 1/alpha* is described beside Theorem 1's 2, not tested (a sufficient bound "
-                    "is not a law)"),
+                    "is not a law); an N_min the grid does not reach is censored: larger than any reached one for "
+                    "the direction, at the grid's largest N in the fit (a lower bound then)"),
             criteria=(Criterion("vit_n_min_falls_as_alpha_grows", ">=", 1.0,
                                 ("paper: [LI23] abstract: the sample complexity is 'positively correlated with the "
                                  "inverse of the fraction of label-relevant tokens'; the direction")),
@@ -240,7 +241,8 @@ PAPER = Paper(
             statement=("The number of SGD iterations to zero generalization (test) error, at a fixed step size, "
                        "grows as alpha* shrinks (Theorem 1's sufficient T scales as 1/alpha*)."),
             metric=("mean over seeds of the SGD steps until zero test error at the largest N (checked every "
-                    "eval_every steps). The verdict is on the direction; the log-log slope against 1/alpha* is "
+                    "eval_every steps; a seed that never gets there counts at the step budget, so the mean is "
+                    "then a lower bound). The verdict is on the direction; the log-log slope against 1/alpha* is "
                     "described beside Theorem 1's 1, not tested"),
             criteria=(Criterion("vit_steps_fall_as_alpha_grows", ">=", 1.0,
                                 ("paper: [LI23] Theorem 1 (as SCIENCE.md reads it): the iterations needed grow as "
