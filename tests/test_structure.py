@@ -6,10 +6,11 @@ the top-level modules (the paper table, params, report, verify, ...), and the st
 imports from its own layer or the ones below; within a layer, only from its own package, except at
 the top level."""
 
-import ast
 from pathlib import Path
 
 from conftest import ROOT
+
+from vitheory.pipeline import direct_imports
 
 PAPERS = ("li23", "jsl22", "pk22")
 
@@ -28,19 +29,11 @@ def _layer(module: str) -> tuple[int, str]:
 
 def _imports() -> dict[str, set[str]]:
     """Every module of vitheory/ and stages/ to the vitheory modules it imports (by dotted name)."""
-    graph = {}
-    for path in [*(ROOT / "vitheory").rglob("*.py"), *(ROOT / "stages").glob("*.py")]:
-        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-        found = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("vitheory"):
-                for alias in node.names:  # `from vitheory.li23 import figures` imports a module
-                    name = f"{node.module}.{alias.name}"
-                    found.add(name if (ROOT / (name.replace(".", "/") + ".py")).is_file() else node.module)
-            elif isinstance(node, ast.Import):
-                found |= {alias.name for alias in node.names if alias.name.startswith("vitheory")}
-        graph[module] = found - {"vitheory"}
-    return graph
+    def dotted(relative: Path) -> str:
+        return ".".join(relative.with_suffix("").parts).removesuffix(".__init__")
+
+    return {dotted(path.relative_to(ROOT)): {dotted(Path(file)) for file in direct_imports(path)}
+            for path in [*(ROOT / "vitheory").rglob("*.py"), *(ROOT / "stages").glob("*.py")]}
 
 
 def test_imports_run_down_the_layers():

@@ -24,22 +24,29 @@ CHECK_STAGE, CHECK_OUTPUT = "check_params", "${paths.params_check}"
 CODE = ("vitheory/", "stages/")
 
 
+def direct_imports(path: Path, root: Path = ROOT) -> set[str]:
+    """The vitheory module files `path` imports itself, relative to `root` (`from vitheory.pk22 import
+    noise` is the file vitheory/pk22/noise.py; a package's __init__.py holds no code)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            if isinstance(node, ast.ImportFrom) and node.module else [])
+        for name in names:
+            file = root / (name.replace(".", "/") + ".py")
+            if name.startswith("vitheory") and file.is_file():
+                found.add(file.relative_to(root).as_posix())
+    return found
+
+
 def imported_modules(script: Path, root: Path = ROOT) -> set[str]:
-    """The vitheory module files `script` imports, transitively, relative to `root` (`from vitheory.pk22
-    import noise` is the file vitheory/pk22/noise.py; a package's __init__.py holds no code)."""
+    """The vitheory module files `script` imports, directly or not, relative to `root`."""
     seen: set[str] = set()
     pending = [script]
     while pending:
-        for node in ast.walk(ast.parse(pending.pop().read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-                if isinstance(node, ast.ImportFrom) and node.module else [])
-            for name in names:
-                file = root / (name.replace(".", "/") + ".py")
-                relative = file.relative_to(root).as_posix()
-                if name.startswith("vitheory") and file.is_file() and relative not in seen:
-                    seen.add(relative)
-                    pending.append(file)
+        new = direct_imports(pending.pop(), root) - seen
+        seen |= new
+        pending += [root / relative for relative in new]
     return seen
 
 
