@@ -3,9 +3,8 @@
     python -m benchmarks.cluttered_regime [--model vit|vit_positional|cnn] [--epochs 40]
         [--canvas 16 --scale 1 --fragments 4 --fragment 3 --jitter 0] [--set key=value ...]
 
-Trains one seed of a `train_real` model, with the params' recipe and presets/cluttered.yaml merged
-in (then any `--set`, e.g. `--set real.lr=0.001 --set real.models.vit.width=32`), on one thread, as a
-pipeline worker does, on cluttered digits built from the regime given. Prints the training and test
+Trains one seed of a `train_real` model, with params.yaml's recipe (then any `--set`, e.g.
+`--set real.lr=0.001 --set real.models.vit.width=32`), on one thread, as a pipeline worker does, on cluttered digits built from the regime given. Prints the training and test
 accuracy every 5 epochs and the seconds the training took, so that a regime can be judged (does the
 ViT leave chance? is the CNN at ceiling?) and its cost read off.
 """
@@ -26,8 +25,6 @@ from vitheory.images.training import build_model, evaluate, fit, load_images
 from vitheory.params import DEFAULT_PATH, parse_params
 from vitheory.preset import merge
 
-PRESET = Path("presets/cluttered.yaml")
-
 
 def dotted(assignment: str) -> dict:
     """`a.b.c=value` -> {"a": {"b": {"c": value}}}, the value read as YAML."""
@@ -46,7 +43,7 @@ def main() -> None:
         parser.add_argument(f"--{knob}", type=int)
     parser.add_argument("--set", action="append", default=[], help="key=value, merged last")
     args = parser.parse_args()
-    raw = merge(yaml.safe_load(DEFAULT_PATH.read_text()), yaml.safe_load(PRESET.read_text()))
+    raw = yaml.safe_load(DEFAULT_PATH.read_text())
     regime = {k: getattr(args, k) for k in ("canvas", "scale", "fragments", "fragment", "jitter")
               if getattr(args, k) is not None}
     raw = merge(raw, {"images": {"cluttered": regime}, "real": {"epochs": args.epochs}})

@@ -1,6 +1,6 @@
 """Benchmark: the image trainer's two ways of training several seeds, side by side in one run.
 
-    python -m benchmarks.image_trainer [--model vit|cnn] [--seeds 2] [--epochs 2] [--preset presets/cluttered.yaml]
+    python -m benchmarks.image_trainer [--model vit|cnn] [--seeds 2] [--epochs 2] [--preset presets/quick.yaml]
 
 `train_real` and `pk_train` train one model per seed (and per data fraction). The one-seed-at-a-time
 loop trains them in one process on every core; `run_tasks` trains them side by side, one

@@ -21,8 +21,7 @@ PARAMS = {"train.device": DEVICE, "pk": PKParams, "real": RealTrainParams, "imag
 def main(params: ParamsView, args: argparse.Namespace) -> None:
     device = resolve_device(params.train.device)
     data = load_images(artifact("images"), ("train", "test"), device)
-    tables = analyse(params.pk, params.real, min(params.pk_train.fractions),
-                     params.pk_train.alternet_seeds, params.images.seed, data, device)
+    tables = analyse(params.pk, params.real, min(params.pk_train.fractions), params.images.seed, data, device)
     for name, columns in TABLES.items():
         write_table(table_path(name), columns, tables[name])
     write_json(artifact("pk_metrics"), {"device": device.type})

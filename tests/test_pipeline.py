@@ -114,11 +114,13 @@ TINY = {"generate.li_tokens.n_train": 64, "generate.li_tokens.n_test": 64,
         "spatial.lr_mixing": 10.0,  # 20 and 50 diverged on these tiny data, one partition or the other
         "spatial.glm.steps": 10, "control.seeds": 2, "control.steps": 10, "control.glm.steps": 10,
         "transfer.n_train": [8, 16], "transfer.n_test": 50, "transfer.finetune_steps": 10,
+        # the 8 x 8 digits (the quick preset's): the mechanics, at a quarter of the cluttered default's tokens
+        "images.dataset": "digits", "sparsify_real.keep_tokens": [12, 8], "pk.frequencies": [0.0, 0.5, 1.0],
         "images.train_fraction": 0.1, "real.seeds": 2, "real.epochs": 1,
         "real.models.vit.width": 16, "real.models.vit_positional.width": 16,
         "sparsify_real.finetune_epochs": 1, "sparsify_real.spurious.epochs": 1,
         "pk.n_images": 50, "pk.hessian_batches": 1, "pk.hessian_batch_size": 16, "pk.hessian_top": 2,
-        "pk.hessian_tol": 0.01, "pk.hessian_density_steps": 4, "pk_train.fractions": [0.5], "pk_train.alternet_seeds": 2, "pk_train.alternet.widths": [8, 16], "pk_train.cnn_baseline.widths": [8, 16]}
+        "pk.hessian_tol": 0.01, "pk.hessian_density_steps": 4, "pk_train.fractions": [0.5], "pk_train.alternet.widths": [8, 16], "real.models.cnn.widths": [8, 16]}
 
 
 def _set(params: dict, dotted: str, value) -> None:

@@ -236,10 +236,10 @@ def test_a_changed_value_carries_the_presets_comment_not_the_defaults(tmp_path):
 
     params = tmp_path / "params.yaml"
     params.write_text((ROOT / "params.yaml").read_text())
-    apply(ROOT / "presets/cluttered.yaml", params)
+    apply(ROOT / "presets/quick.yaml", params)
     lines = params.read_text().splitlines()
-    assert "  n_images: 718           # the whole test split (two canvases per test digit)" in lines
-    assert not any("digits' test split" in line for line in lines)  # the default's comment, now wrong
+    assert "  n_images: 359           # all of the digits' test split" in lines
+    assert not any("cluttered test split" in line for line in lines)  # the default's comment, now wrong
     untouched = next(line for line in (ROOT / "params.yaml").read_text().splitlines() if line.startswith("  shift: "))
     assert "#" in untouched and untouched in lines  # a key the preset leaves keeps its comment
 
@@ -259,9 +259,17 @@ def test_the_preset_command_has_help_and_names_the_presets_when_one_is_mistyped(
     assert shown.value.code == 0 and "presets/" in capsys.readouterr().out
     params = tmp_path / "params.yaml"
     params.write_text((ROOT / "params.yaml").read_text())
-    assert main(["clutered", str(params)]) == 2
+    assert main(["quik", str(params)]) == 2
     error = capsys.readouterr().err
-    assert "no preset 'clutered'" in error and "(cluttered, default, paper)" in error
+    assert "no preset 'quik'" in error and "(default, paper, quick)" in error
     assert params.read_text() == (ROOT / "params.yaml").read_text()
-    assert main(["cluttered", str(params)]) == 0
-    assert load_params(params).images.dataset == "cluttered_digits"
+    assert main(["quick", str(params)]) == 0
+    assert load_params(params).images.dataset == "digits"
+
+
+def test_alternet_must_have_the_shape_of_the_cnn_it_is_compared_with():
+    # PK-6 and PK-8 compare AlterNet with train_real's CNN, the one CNN every claim shares (issue 25)
+    with pytest.raises(ParamsError, match=r"pk_train\.alternet\.blocks = \[2, 2\].*real\.models\.cnn\.blocks"):
+        parse_params(with_value("pk_train.alternet.blocks", [2, 2]))
+    with pytest.raises(ParamsError, match=r"pk_train\.alternet\.widths = \[16, 64\].*real\.models\.cnn\.widths"):
+        parse_params(with_value("pk_train.alternet.widths", [16, 64]))

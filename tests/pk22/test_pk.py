@@ -136,6 +136,18 @@ def test_band_noise_sits_in_its_band_at_the_asked_rms():
         band_noise((1, 1, 8, 8), 0.6, 0.05, 0.5, generator)
 
 
+def test_a_noise_band_without_a_frequency_of_the_images_is_refused_in_one_line_before_compute():
+    from vitheory.core.errors import ParamsError
+    from vitheory.params import load_params
+    from vitheory.pk22.noise import check_frequencies
+
+    cfg = load_params().pk  # the default's bands, rings of a 16 x 16 spectrum (multiples of 1/8 pi)
+    check_frequencies(16, cfg)
+    with pytest.raises(ParamsError, match=r"pk\.frequencies: no frequency of a 8 x 8 image .* of 0\.125 pi; use "
+                                          r"multiples of 0\.25"):
+        check_frequencies(8, cfg)
+
+
 def test_lesions_remove_one_residual_branch_at_a_time():
     torch.manual_seed(0)
     alternet = AlterNet(image_size=8, channels=1, n_classes=3, widths=[2, 4], blocks=[2, 3], attention=[0, 1],

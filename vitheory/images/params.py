@@ -93,6 +93,7 @@ class RealTrainParams(Section):
     batch_size: int = knob(at_least(1))
     lr: float = knob(POSITIVE)
     warmup_epochs: int = knob(NON_NEGATIVE)  # linear warmup before the cosine decay
+    eval_every: int = knob(at_least(1))  # epochs between the logged held-out evaluations (and the last)
     weight_decay: float = knob(NON_NEGATIVE)
     shift: int = knob(NON_NEGATIVE)  # random translation, pixels
     hflip: bool = knob()
@@ -103,6 +104,9 @@ class RealTrainParams(Section):
 
 def dataset_named(data: ImagesParams) -> str:
     """The dataset as the report names it: for the one built here, with the regime its knobs set."""
+    if data.dataset == "digits":
+        return ("`digits` (scikit-learn's 8 x 8 digits, the quick preset's fast check: 16 tokens, none of them "
+                "uninformative, models near ceiling; too small to decide LI-5, PK-1 or PK-6)")
     if data.dataset != "cluttered_digits":
         return f"`{data.dataset}`"
     built = data.cluttered

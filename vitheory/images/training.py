@@ -216,7 +216,7 @@ class FitTask:
 @dataclass(frozen=True)
 class FitResult:
     weights: dict[str, torch.Tensor]
-    log: list[dict[str, float]]  # per epoch, those a resumed run had logged included
+    log: list[dict[str, float]]  # per epoch ({} between evaluations), those a resumed run had logged included
     final: dict[str, dict[str, float]]  # held-out split -> loss and accuracy after training
 
 
@@ -232,8 +232,10 @@ def run_task(task: FitTask, device: str, progress: bool = True) -> FitResult:
         print(f"{task.desc}: resuming after epoch {state.epoch} of {task.epochs}", file=sys.stderr)
 
     def evaluate_and_log(epoch: int) -> dict[str, float]:
+        """The held-out metrics every `eval_every` epochs and after the last, else {}: one entry per epoch."""
+        due = epoch % task.cfg.eval_every == 0 or epoch == task.epochs
         metrics = {f"{task.log_prefix}{name}/{metric}": value for name, (x, y) in held_out.items()
-                   for metric, value in evaluate(model, x, y).items()}
+                   for metric, value in evaluate(model, x, y).items()} if due else {}
         log.append(metrics)
         return metrics
 
@@ -260,7 +262,7 @@ def train_seeds(build: Callable[[], nn.Module], cfg: RealTrainParams, data: Load
                 ) -> list[tuple[nn.Module, dict[str, float]]]:
     """One model per seed (`cfg.seeds`), each from its own seed, trained by `fit` on the training images
     (permuted when `permutation` is given, as are the held-out ones), the seeds side by side
-    (`run_tasks`). Every epoch's validation and test loss and accuracy go to DVCLive as
+    (`run_tasks`). The validation and test loss and accuracy, every `cfg.eval_every` epochs, go to DVCLive as
     `seed_<s>/<split>/<metric>`, seed by seed, and into `resume`, from which a killed run continues.
     Returns each model with its final validation and test metrics."""
     held_out = {name: (data.x[name].cpu(), data.y[name].cpu()) for name in ("val", "test")}
@@ -270,7 +272,8 @@ def train_seeds(build: Callable[[], nn.Module], cfg: RealTrainParams, data: Load
     trained = []
     for seed, result in enumerate(run_tasks(tasks, device)):
         for epoch, metrics in enumerate(result.log, start=1):
-            log_step(live, epoch, dict(sorted(metrics.items())))
+            if metrics:
+                log_step(live, epoch, dict(sorted(metrics.items())))
         model = build()
         model.load_state_dict(result.weights)
         final = result.final

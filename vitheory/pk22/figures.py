@@ -18,7 +18,7 @@ from vitheory.pk22.tables import TABLES, table_path
 FEATURES, NOISE, HESSIAN, SMALL_DATA, LESION = "pk_features", "pk_noise", "pk_hessian", "pk_small_data", "pk_lesion"
 
 
-PK_MODELS = {"vit": "ViT", "cnn": "CNN", "alternet": "AlterNet", "cnn_baseline": "CNN (AlterNet's depth)",
+PK_MODELS = {"vit": "ViT", "cnn": "CNN", "alternet": "AlterNet",
              "vit_gap": "ViT, average pooling", "vit_small": "ViT, smallest data fraction"}
 
 
@@ -109,10 +109,10 @@ def pk_small_data_figure(runs: pd.DataFrame) -> plt.Figure:
                      hue="model", marker="x", linestyle="--", errorbar=None, ax=ax, legend=False)
         ax.set(xscale="log", xlabel="share of the training images", ylabel=label,
                title=f"{label} (dashed: {'training error' if column == 'test_error' else 'test NLL'})")
-    pair = table[table.model.isin([PK_MODELS["alternet"], PK_MODELS["cnn_baseline"]])]
+    pair = table[table.model.isin([PK_MODELS["alternet"], PK_MODELS["cnn"]])]
     sns.lineplot(data=pair, x="fraction", y="test_error", hue="model", marker="o", errorbar=("pi", 100), ax=axes[2])
     axes[2].set(xscale="log", xlabel="share of the training images", ylabel="test error",
-                title="AlterNet against a CNN of its shape (PK-6)")
+                title="AlterNet against the CNN, of its shape (PK-6)")
     return fig
 
 

@@ -5,9 +5,27 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from vitheory.core.errors import ParamsError
 from vitheory.pk22.params import PKParams
 
 COLUMNS = {"model": str, "seed": int, "frequency": float, "clean_accuracy": float, "accuracy_drop": float}
+
+
+def band_mask(h: int, w: int, frequency: float, bandwidth: float) -> torch.Tensor:
+    """(H, W): the frequencies whose radius max(|f_x|, |f_y|), in units of pi, lies within bandwidth / 2
+    of `frequency`."""
+    fy = torch.fft.fftfreq(h, dtype=torch.float64).abs()[:, None] * 2  # 1.0 = pi
+    fx = torch.fft.fftfreq(w, dtype=torch.float64).abs()[None, :] * 2
+    return (torch.maximum(fy, fx) - frequency).abs() <= bandwidth / 2 + 1e-9
+
+
+def check_frequencies(image_size: int, cfg: PKParams) -> None:
+    """Refuse, before any compute, a noise band that holds no frequency of the images."""
+    for frequency in cfg.frequencies:
+        if not band_mask(image_size, image_size, frequency, cfg.bandwidth).any():
+            raise ParamsError(f"pk.frequencies: no frequency of a {image_size} x {image_size} image lies within "
+                              f"pk.bandwidth / 2 = {cfg.bandwidth / 2:g} of {frequency:g} pi; use multiples of "
+                              f"{2 / image_size:g} (or widen pk.bandwidth) in params.yaml")
 
 
 def band_noise(shape: tuple[int, ...], frequency: float, bandwidth: float, rms: float,
@@ -15,13 +33,9 @@ def band_noise(shape: tuple[int, ...], frequency: float, bandwidth: float, rms: 
     """Gaussian noise (B, C, H, W) keeping only frequencies whose radius max(|f_x|, |f_y|), in units of
     pi, lies within bandwidth / 2 of `frequency`, scaled to root-mean-square `rms` per image."""
     noise = torch.randn(shape, generator=generator, dtype=torch.float64)
-    h, w = shape[-2:]
-    fy = torch.fft.fftfreq(h, dtype=torch.float64).abs()[:, None] * 2  # 1.0 = pi
-    fx = torch.fft.fftfreq(w, dtype=torch.float64).abs()[None, :] * 2
-    radius = torch.maximum(fy, fx)
-    mask = (radius - frequency).abs() <= bandwidth / 2 + 1e-9
+    mask = band_mask(*shape[-2:], frequency, bandwidth)
     if not mask.any():
-        raise ValueError(f"no frequency of a {h} x {w} image lies within {bandwidth / 2} of {frequency} pi")
+        raise ValueError(f"no frequency of a {shape[-2]} x {shape[-1]} image lies within {bandwidth / 2} of {frequency} pi")
     filtered = torch.fft.ifft2(torch.fft.fft2(noise) * mask).real
     scale = filtered.pow(2).mean(dim=(1, 2, 3), keepdim=True).sqrt().clamp_min(1e-12)
     return (filtered / scale * rms).float()

@@ -5,4 +5,4 @@ from vitheory.core.package import Package
 from vitheory.pk22 import figures, params, rederive
 from vitheory.pk22.claims import PAPER
 
-PACKAGE = Package(name="pk22", params=params.SECTIONS, paper=PAPER, render=figures.render, checks=rederive.CHECKS)
+PACKAGE = Package(name="pk22", params=params.SECTIONS, relations=params.relations, paper=PAPER, render=figures.render, checks=rederive.CHECKS)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 from dataclasses import dataclass
 
 from vitheory.core.config import NON_NEGATIVE, POSITIVE, Rule, Section, Violation, at_least, knob
-from vitheory.images.params import ResNetPreset
 
 
 @dataclass(frozen=True)
@@ -52,9 +52,17 @@ class PKTrainParams(Section):
     """[PK22] extra trainings: small data (PK-1), AlterNet (PK-6), a global-average-pooling ViT (PK-2)."""
 
     fractions: tuple[float, ...] = knob(Rule(lambda v: 0 < v < 1, "in (0, 1)"))  # 1.0 is train_real's
-    alternet_seeds: int = knob(at_least(1))  # AlterNet and its CNN, on every fraction and all the data
-    alternet: AlterNetPreset = knob()
-    cnn_baseline: ResNetPreset = knob()  # the CNN of AlterNet's depth, all blocks convolutional
+    alternet: AlterNetPreset = knob()  # compared with train_real's CNN, which must have its shape
+
+
+def relations(params: Any) -> Iterator[Violation]:
+    """PK-6 and PK-8 compare AlterNet with train_real's CNN as the CNN of its shape: the same stages and
+    blocks, all convolutional. One CNN then serves every [PK22] and real-image claim."""
+    alternet, cnn = params.pk_train.alternet, params.real.models.cnn
+    for field in ("widths", "blocks"):
+        if getattr(alternet, field) != getattr(cnn, field):
+            yield (f"pk_train.alternet.{field}", list(getattr(alternet, field)),
+                   f"real.models.cnn.{field} ({list(getattr(cnn, field))}): AlterNet is compared with that CNN")
 
 
 # the params.yaml keys [PK22] owns (vitheory.papers), each to its section

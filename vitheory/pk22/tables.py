@@ -60,7 +60,7 @@ ANALYSES = (
         "noise": noise.noise_rows(name, seed, model, inputs.x_test, inputs.y_test, inputs.cfg)}),
     # every model's Hessian: PK-2 reads the ViTs and the CNN, PK-8 AlterNet and its CNN too
     Analysis({"hessian": hessian.COLUMNS, "density": hessian.DENSITY_COLUMNS},
-             ("vit", "cnn", "alternet", "cnn_baseline", "vit_gap", "vit_small"), _hessian_tables),
+             ("vit", "cnn", "alternet", "vit_gap", "vit_small"), _hessian_tables),
 )
 TABLES = {name: columns for analysis in ANALYSES for name, columns in analysis.tables.items()}  # every table, by name
 
@@ -73,25 +73,24 @@ def table_path(name: str) -> Path:
 def model_folders(smallest_fraction: float) -> dict[str, Path]:
     """The checkpoints (seed_<s>/) each analysis reads, by model."""
     return {"vit": full_data_checkpoints("vit"), "cnn": full_data_checkpoints("cnn"),
-            "alternet": artifact("pk_models") / "alternet", "cnn_baseline": artifact("pk_models") / "cnn_baseline",
-            "vit_gap": artifact("pk_models") / "vit_gap",
+            "alternet": artifact("pk_models") / "alternet", "vit_gap": artifact("pk_models") / "vit_gap",
             "vit_small": artifact("pk_models") / fraction_folder("vit", smallest_fraction)}
 
 
-def analyse(cfg: PKParams, train: RealTrainParams, smallest_fraction: float, alternet_seeds: int, images_seed: int,
-            data: LoadedImages, device: torch.device) -> dict[str, list[tuple]]:
+def analyse(cfg: PKParams, train: RealTrainParams, smallest_fraction: float, images_seed: int, data: LoadedImages, device: torch.device) -> dict[str, list[tuple]]:
     """Every table of `TABLES`, each analysis of `ANALYSES` on its models: feature maps, lesions and noise
     on the first `cfg.n_images` test images, the Hessian on mini-batches of the model's own training
-    images, augmented as it trained; AlterNet and the CNN of its shape over all `alternet_seeds` they
-    were trained with, the others over `train.seeds`."""
+    images, augmented as it trained; every model over `train.seeds`."""
     x_test, y_test = data.x["test"][:cfg.n_images], data.y["test"][:cfg.n_images]
-    # before any compute: the smallest training set must fill the Hessian's mini-batches
+    # before any compute: every noise band must hold a frequency, the smallest training set must fill
+    # the Hessian's mini-batches
+    noise.check_frequencies(data.image_size, cfg)
     hessian.check_batches(len(fraction_index(data.y["train"], smallest_fraction, images_seed)), cfg, "vit_small")
     tables: dict[str, list[tuple]] = {name: [] for name in TABLES}
     for name, folder in model_folders(smallest_fraction).items():
         own = fraction_index(data.y["train"], smallest_fraction if name == "vit_small" else 1.0, images_seed)
         inputs = Inputs(cfg, train, x_test, y_test, data, own)
-        for seed in range(alternet_seeds if name in ("alternet", "cnn_baseline") else train.seeds):
+        for seed in range(train.seeds):
             model = load_checkpoint(folder / seed_folder(seed), device.type)
             for analysis in ANALYSES:
                 if name in analysis.models:

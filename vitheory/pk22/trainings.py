@@ -1,6 +1,6 @@
 """[PK22] trainings beyond train_real's, with its recipe: the ViT and the CNN on class-balanced fractions
-of the training images (PK-1), AlterNet and a CNN of its shape on every fraction and all the data
-(PK-6, PK-7), and the ViT with global average pooling (PK-2); every model's training and test loss and
+of the training images (PK-1), AlterNet on every fraction and all the data (PK-6, PK-7: its CNN of
+the same shape is that CNN), and the ViT with global average pooling (PK-2); every model's training and test loss and
 error. Every fraction trains for as many optimiser steps as all the data does."""
 
 from __future__ import annotations
@@ -67,8 +67,7 @@ def run_trainings(cfg: PKTrainParams, real: RealTrainParams, images_seed: int, d
         for seed in range(real.seeds):
             record(name, 1.0, seed, load_checkpoint(full_data_checkpoints(name) / seed_folder(seed), device.type),
                    everything)
-    presets = {"vit": real.models.vit, "cnn": real.models.cnn, "cnn_baseline": cfg.cnn_baseline,
-               "vit_gap": replace(real.models.vit, pool="gap")}
+    presets = {"vit": real.models.vit, "cnn": real.models.cnn, "vit_gap": replace(real.models.vit, pool="gap")}
     shape = (data.image_size, data.channels, data.n_classes)
     builders = {name: partial(build_model, preset, *shape) for name, preset in presets.items()}
     builders["alternet"] = partial(build_alternet, cfg.alternet, *shape)
@@ -76,17 +75,16 @@ def run_trainings(cfg: PKTrainParams, real: RealTrainParams, images_seed: int, d
     def steps(n: int) -> int:
         return math.ceil(n / real.batch_size)
 
-    jobs = [(name, fraction, real.seeds) for fraction in cfg.fractions for name in FULL_DATA_MODELS]
-    jobs += [(name, fraction, cfg.alternet_seeds) for fraction in (*cfg.fractions, 1.0)
-             for name in ("alternet", "cnn_baseline")]
-    jobs += [("vit_gap", 1.0, real.seeds)]
+    # one CNN serves PK-1 and, as AlterNet's CNN of the same shape, PK-6 (pk22.params.relations)
+    jobs = [(name, fraction) for fraction in cfg.fractions for name in ("vit", "cnn", "alternet")]
+    jobs += [("alternet", 1.0), ("vit_gap", 1.0)]
     plan, tasks = [], []
-    for name, fraction, seeds in jobs:
+    for name, fraction in jobs:
         folder = name if fraction == 1 else fraction_folder(name, fraction)
         index = fraction_index(y["train"], fraction, images_seed)
         # as many optimiser steps as all the data gets: a small fraction must not stop short of converging
         epochs = math.ceil(real.epochs * steps(len(everything)) / steps(len(index)))
-        for seed in range(seeds):
+        for seed in range(real.seeds):
             plan.append((name, fraction, folder, index, epochs, seed))
             tasks.append(FitTask(builders[name], real, x["train"][index].cpu(), y["train"][index].cpu(), epochs, seed,
                                  {}, state=(resume.folder, f"{folder}_{seed_folder(seed)}"),
