@@ -94,7 +94,7 @@ def test_pk2_units_are_seeds_with_their_mini_batches_inside(tmp_path):
     rows = [row for model, seed, batch in keys
             for row in ((model, seed, batch, "top", 0, 1.0), (model, seed, batch, "min", 0, -float(seed)),
                         (model, seed, batch, "max", 0, 10.0 + batch))]
-    density = [(model, seed, batch, node, eigenvalue, 0.5) for model, seed, batch in keys
+    density = [(model, seed, batch, -1, node, eigenvalue, 0.5) for model, seed, batch in keys
                for node, eigenvalue in enumerate((-1.0, 1.0))]
     for name, columns, table in (("hessian", hessian.COLUMNS, rows), ("density", hessian.DENSITY_COLUMNS, density)):
         (tmp_path / table_path(name)).parent.mkdir(parents=True, exist_ok=True)

@@ -42,8 +42,9 @@ def _pk2_regime(params: Any) -> str:
         f" {cfg.hessian_batches} training mini-batches of {cfg.hessian_batch_size} per model and seed, from the "
         f"model's own training images, shifted by up to {params.real.shift} px as in training; the loss is the "
         f"cross-entropy plus {params.real.weight_decay} / 2 x |theta|^2; top {cfg.hessian_top} eigenvalues by "
-        f"magnitude and lambda_min, lambda_max per mini-batch; its density from {cfg.hessian_density_steps} Lanczos "
-        "steps on one Rademacher probe per mini-batch.")
+        f"magnitude and lambda_min, lambda_max per mini-batch; its density with the top {cfg.hessian_deflate} "
+        f"eigenpairs by magnitude exact and the rest from {cfg.hessian_density_probes} Rademacher probes (projected off "
+        f"them) of {cfg.hessian_density_steps} Lanczos steps each.")
 
 
 def _pk8_regime(params: Any) -> str:

@@ -4,6 +4,7 @@ stochastic Lanczos quadrature (PyHessian's method)."""
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 
 import numpy as np
@@ -19,8 +20,10 @@ from vitheory.images.training import augment
 from vitheory.pk22.params import PKParams
 
 COLUMNS = {"model": str, "seed": int, "batch": int, "which": str, "rank": int, "eigenvalue": float}
-# one Lanczos node of a mini-batch's density: sum over nodes of weight * f(eigenvalue) estimates tr f(H) / n
-DENSITY_COLUMNS = {"model": str, "seed": int, "batch": int, "node": int, "eigenvalue": float, "weight": float}
+# one node of a mini-batch's density (probe -1: a top eigenvalue, exact): sum over a mini-batch's nodes of
+# weight * f(eigenvalue) estimates tr f(H) / n
+DENSITY_COLUMNS = {"model": str, "seed": int, "batch": int, "probe": int, "node": int, "eigenvalue": float,
+                   "weight": float}
 
 
 def hessian_operator(model: nn.Module, loss_fn: Callable[..., torch.Tensor], x: torch.Tensor,
@@ -50,16 +53,20 @@ def hessian_operator(model: nn.Module, loss_fn: Callable[..., torch.Tensor], x: 
     return LinearOperator((size, size), matvec=matvec, dtype=np.float64)
 
 
-def top_eigenvalues(operator: LinearOperator, k: int, seed: int, tol: float = 1e-6) -> np.ndarray:
-    """The k eigenvalues of largest magnitude (Lanczos, scipy's eigsh), ascending."""
-    return lanczos_eigenvalues(operator, k, "LM", seed, tol)
+def top_eigenpairs(operator: LinearOperator, k: int, rng: np.random.Generator, tol: float
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The k eigenvalues of largest magnitude, ascending, and their unit eigenvectors as columns (Lanczos,
+    scipy's eigsh); start and restart vectors from `rng` (see `lanczos_eigenvalues`)."""
+    values, vectors = eigsh(operator, k=k, which="LM", v0=rng.standard_normal(operator.shape[0]), tol=tol, rng=rng)
+    order = np.argsort(values)
+    return values[order], vectors[:, order]
 
 
-def lanczos_eigenvalues(operator: LinearOperator, k: int, which: str, seed: int, tol: float) -> np.ndarray:
+def lanczos_eigenvalues(operator: LinearOperator, k: int, which: str, rng: np.random.Generator, tol: float
+                        ) -> np.ndarray:
     """k eigenvalues (scipy's eigsh, `which` as it takes it), ascending, from a start vector and restart
-    vectors drawn from `seed`: ARPACK asks for a fresh random vector when its Krylov space runs out, and
+    vectors drawn from `rng`: ARPACK asks for a fresh random vector when its Krylov space runs out, and
     scipy draws it from the OS's entropy unless given a generator, so the run would not repeat."""
-    rng = np.random.default_rng(seed)
     start = rng.standard_normal(operator.shape[0])
     return np.sort(eigsh(operator, k=k, which=which, v0=start, tol=tol, rng=rng, return_eigenvectors=False))
 
@@ -72,20 +79,19 @@ def nll_and_l2(weight_decay: float) -> Callable[..., torch.Tensor]:
     return loss
 
 
-def extreme_eigenvalues(operator: LinearOperator, seed: int, tol: float) -> tuple[float, float]:
+def extreme_eigenvalues(operator: LinearOperator, rng: np.random.Generator, tol: float) -> tuple[float, float]:
     """(lambda_min, lambda_max): the two ends of the spectrum, whatever their magnitudes (Lanczos)."""
-    low, high = lanczos_eigenvalues(operator, 2, "BE", seed, tol)
+    low, high = lanczos_eigenvalues(operator, 2, "BE", rng, tol)
     return float(low), float(high)
 
 
-def density_nodes(operator: LinearOperator, steps: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Stochastic Lanczos quadrature from one Rademacher probe v (|v| = 1): `steps` Lanczos steps with
-    full reorthogonalisation give a tridiagonal T; its eigenvalues are the nodes, the squared first
-    components of its eigenvectors their weights (they sum to 1), and sum_k weight_k f(node_k) = v^T f(H) v
-    estimates tr f(H) / n. Stops early, with fewer nodes, when the Krylov space is exhausted."""
-    size = operator.shape[0]
-    basis = np.zeros((min(steps, size), size))
-    basis[0] = np.random.default_rng(seed).choice([-1.0, 1.0], size) / np.sqrt(size)
+def quadrature(operator: LinearOperator, start: np.ndarray, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Lanczos quadrature from the unit vector `start`: `steps` Lanczos steps with full
+    reorthogonalisation give a tridiagonal T; its eigenvalues are the nodes, the squared first components
+    of its eigenvectors their weights (they sum to 1), and sum_k weight_k f(node_k) = start^T f(H) start.
+    Stops early, with fewer nodes, when the Krylov space is exhausted."""
+    basis = np.zeros((min(steps, len(start)), len(start)))
+    basis[0] = start
     alpha, beta = [], []
     for j in range(len(basis)):
         w = operator.matvec(basis[j])
@@ -102,8 +108,32 @@ def density_nodes(operator: LinearOperator, steps: int, seed: int) -> tuple[np.n
     return nodes, vectors[0] ** 2
 
 
+def spectral_density(operator: LinearOperator, values: np.ndarray, vectors: np.ndarray, steps: int, probes: int,
+                     rng: np.random.Generator) -> list[tuple[int, float, float]]:
+    """The spectral density of H as weighted nodes (probe, node, weight) whose weights sum to about 1, so that
+    sum weight x f(node) estimates tr f(H) / n. The eigenpairs given (`values`, `vectors` as columns, the
+    largest by magnitude) enter exactly, each with weight 1 / n (probe -1); the rest of the spectrum, the
+    operator deflated of them, by stochastic Lanczos quadrature (PyHessian's method) from `probes`
+    Rademacher vectors projected off those eigenvectors, `steps` steps each, averaged. The few largest
+    eigenvalues carry most of tr(H^2): left to a probe, they make one probe's share a coin toss."""
+    size = operator.shape[0]
+
+    def off_top(v: np.ndarray) -> np.ndarray:
+        return v - vectors @ (vectors.T @ v)
+
+    rest = LinearOperator(operator.shape, matvec=lambda v: off_top(operator.matvec(off_top(np.ravel(v)))),
+                          dtype=np.float64)
+    density = [(-1, float(value), 1 / size) for value in values]
+    for probe in range(probes):
+        start = off_top(rng.choice([-1.0, 1.0], size) / np.sqrt(size))
+        mass = float(start @ start)  # E[mass] = (n - k) / n: the share of the trace left to the probes
+        nodes, weights = quadrature(rest, start / np.sqrt(mass), steps)
+        density += [(probe, float(node), float(weight) * mass / probes) for node, weight in zip(nodes, weights)]
+    return density
+
+
 def negative_curvature_share(nodes: np.ndarray, weights: np.ndarray) -> float:
-    """tr(H_-^2) / tr(H^2) from density nodes: the share of the Hessian's squared curvature (its Frobenius
+    """tr(H_-^2) / tr(H^2) from `spectral_density`'s nodes and weights: the share of the Hessian's squared curvature (its Frobenius
     norm) in negative eigen-directions. Cutoff-free, and 0 exactly when H is positive semi-definite."""
     energy = weights * nodes ** 2
     return float(energy[nodes < 0].sum() / energy.sum())
@@ -122,8 +152,10 @@ def hessian_rows(name: str, seed: int, model: nn.Module, x: torch.Tensor, y: tor
                  train: RealTrainParams) -> tuple[list[tuple], list[tuple]]:
     """On `cfg.hessian_batches` mini-batches of the model's own training images (x, y), augmented as it
     trained (`train`'s shifts and flips), the Hessian of NLL + L2: its top eigenvalues by magnitude (the
-    official NEP and APE) and both ends of its spectrum, as rows of `COLUMNS`, and its density nodes as
-    rows of `DENSITY_COLUMNS`. The batches are the same for every seed of a model, and full."""
+    official NEP and APE) and both ends of its spectrum, as rows of `COLUMNS`, and its spectral density
+    (`spectral_density`, the top `cfg.hessian_deflate` eigenpairs exact) as rows of `DENSITY_COLUMNS`.
+    The batches are the same for every seed of a model, and full; the Lanczos and probe vectors are
+    drawn afresh for every model, seed and mini-batch."""
     check_batches(len(y), cfg, name)
     order = torch.randperm(len(y), generator=torch.Generator().manual_seed(cfg.hessian_seed))
     augmentation = torch.Generator().manual_seed(cfg.hessian_seed)
@@ -132,11 +164,15 @@ def hessian_rows(name: str, seed: int, model: nn.Module, x: torch.Tensor, y: tor
         index = order[batch * cfg.hessian_batch_size:(batch + 1) * cfg.hessian_batch_size].to(x.device)
         images = augment(x[index], train.shift, train.hflip, augmentation)
         operator = hessian_operator(model, nll_and_l2(train.weight_decay), images, y[index])
-        top = top_eigenvalues(operator, cfg.hessian_top, cfg.hessian_seed + batch, cfg.hessian_tol)
+        rng = np.random.default_rng([cfg.hessian_seed, zlib.crc32(name.encode()), seed, batch])
+        values, vectors = top_eigenpairs(operator, max(cfg.hessian_top, cfg.hessian_deflate), rng, cfg.hessian_tol)
+        by_magnitude = np.argsort(-np.abs(values), kind="stable")
+        top = np.sort(values[by_magnitude[:cfg.hessian_top]])
         rows += [(name, seed, batch, "top", rank, float(value)) for rank, value in enumerate(top)]
-        low, high = extreme_eigenvalues(operator, cfg.hessian_seed + batch, cfg.hessian_tol)
+        low, high = extreme_eigenvalues(operator, rng, cfg.hessian_tol)
         rows += [(name, seed, batch, "min", 0, low), (name, seed, batch, "max", 0, high)]
-        nodes, weights = density_nodes(operator, cfg.hessian_density_steps, cfg.hessian_seed + batch)
-        density += [(name, seed, batch, k, float(node), float(weight))
-                    for k, (node, weight) in enumerate(zip(nodes, weights))]
+        deflated = by_magnitude[:cfg.hessian_deflate]
+        nodes = spectral_density(operator, values[deflated], vectors[:, deflated], cfg.hessian_density_steps,
+                                 cfg.hessian_density_probes, rng)
+        density += [(name, seed, batch, probe, k, node, weight) for k, (probe, node, weight) in enumerate(nodes)]
     return rows, density

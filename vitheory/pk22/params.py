@@ -23,7 +23,9 @@ class PKParams(Section):
     hessian_top: int = knob(at_least(1))  # eigenvalues of largest magnitude per batch
     hessian_tol: float = knob(POSITIVE)  # relative accuracy of the Lanczos eigenvalues
     hessian_seed: int = knob(NON_NEGATIVE)
-    hessian_density_steps: int = knob(at_least(2))  # Lanczos steps of the spectral density (its nodes)
+    hessian_deflate: int = knob(NON_NEGATIVE)  # top eigenpairs by magnitude taken exactly into the density
+    hessian_density_probes: int = knob(at_least(1))  # Rademacher probes of the rest of the spectrum
+    hessian_density_steps: int = knob(at_least(2))  # Lanczos steps of the spectral density (its nodes), per probe
 
 
 @dataclass(frozen=True)
