@@ -22,11 +22,28 @@ def _lesions(msa_drop, conv_drop):
 
 @pytest.mark.parametrize("msa_drop,conv_drop,holds", [(0.3, 0.1, True), (0.05, 0.2, False)])
 def test_pk7_compares_a_stages_closing_attention_block_with_the_blocks_before_it(msa_drop, conv_drop, holds):
-    vit = [[{"stage": 0, "position": 0, "kind": kind, "accuracy_drop": 0.1} for kind in ("msa", "mlp")]]
+    vit = [_vit_lesions(last_msa_drop=0.3)] * 2
     measured = CLAIMS["PK-7"].statistics({"alternet": [_lesions(msa_drop, conv_drop)] * 2, "vit": vit})
     # stage 0 has no attention block: only stage 1 counts, its conv block against its attention block
     assert measured["end_of_stage_msa_minus_earlier_blocks"] == pytest.approx(msa_drop - conv_drop)
     assert CLAIMS["PK-7"].criteria[0].holds(measured["end_of_stage_msa_minus_earlier_blocks"]) is holds
+
+
+def _vit_lesions(last_msa_drop):
+    """One depth-3 ViT seed: every block's attention and MLP branch, one stage."""
+    drops = {(0, "msa"): 0.02, (0, "mlp"): 0.2, (1, "msa"): 0.05, (1, "mlp"): 0.1, (2, "msa"): last_msa_drop,
+             (2, "mlp"): 0.4}
+    return [{"stage": 0, "position": block, "kind": kind, "accuracy_drop": drop} for (block, kind), drop in drops.items()]
+
+
+@pytest.mark.parametrize("last_msa_drop,holds", [(0.3, True), (0.15, False)])
+def test_pk7_reads_the_vit_as_one_stage_closed_by_its_last_attention_branch(last_msa_drop, holds):
+    measured = CLAIMS["PK-7"].statistics({"alternet": [_lesions(0.3, 0.1)] * 2,
+                                          "vit": [_vit_lesions(last_msa_drop)] * 2})
+    # the last MSA against the largest drop of the blocks before it (block 0's MLP, 0.2); the last MLP is not before it
+    assert measured["vit_last_msa_minus_earlier_blocks"] == pytest.approx(last_msa_drop - 0.2)
+    verdicts = [c.holds(measured[c.quantity]) for c in CLAIMS["PK-7"].criteria]
+    assert verdicts == [True, holds]
 
 
 def _hessian_unit(low, high, share=0.1):

@@ -192,16 +192,27 @@ def _lesion_samples(root: Path) -> Samples:
     return {model: [drops for _, drops in sorted(seeds.items())] for model, seeds in found.items()}
 
 
-def _pk7_statistics(samples: Samples) -> Measured:
-    """Per seed and stage ending in attention: the drop from removing that attention block minus the
-    largest drop from removing a block before it in the stage; mean over stages and seeds."""
+def _closing_attention_margins(drops: list[dict]) -> list[float]:
+    """Per stage of one seed whose last block holds attention: the accuracy lost by removing that attention
+    branch minus the most lost by removing any branch of an earlier block of the stage."""
     margins = []
-    for drops in samples["alternet"]:
-        for stage in sorted({d["stage"] for d in drops}):
-            mine = sorted((d for d in drops if d["stage"] == stage), key=lambda d: d["position"])
-            if mine and mine[-1]["kind"] == "msa" and len(mine) > 1:
-                margins.append(mine[-1]["accuracy_drop"] - max(d["accuracy_drop"] for d in mine[:-1]))
-    return {"end_of_stage_msa_minus_earlier_blocks": statistics.mean(margins),
+    for stage in sorted({d["stage"] for d in drops}):
+        mine = [d for d in drops if d["stage"] == stage]
+        last = max(d["position"] for d in mine)
+        closing = [d["accuracy_drop"] for d in mine if d["position"] == last and d["kind"] == "msa"]
+        earlier = [d["accuracy_drop"] for d in mine if d["position"] < last]
+        if closing and earlier:
+            margins.append(closing[0] - max(earlier))
+    return margins
+
+
+def _pk7_statistics(samples: Samples) -> Measured:
+    """AlterNet's stages that close with attention, and the ViT read as one stage closing with its last
+    attention branch: that branch's drop minus the largest drop of an earlier block; mean over stages and seeds."""
+    return {"end_of_stage_msa_minus_earlier_blocks": statistics.mean(
+                margin for drops in samples["alternet"] for margin in _closing_attention_margins(drops)),
+            "vit_last_msa_minus_earlier_blocks": statistics.mean(
+                margin for drops in samples["vit"] for margin in _closing_attention_margins(drops)),
             **{f"{model}_{kind}_drop": statistics.mean(d["accuracy_drop"] for unit in samples[model] for d in unit
                                                        if d["kind"] == kind)
                for model, kinds in (("alternet", ("conv", "msa")), ("vit", ("msa", "mlp"))) for kind in kinds}}
@@ -396,10 +407,14 @@ PAPER = Paper(
             metric=("AlterNet trained on all the data, one branch at a time replaced by the identity on its "
                     "residual branch (downsampling blocks have none and are left out): the test accuracy lost by "
                     "removing the stage's closing attention block minus the most lost by removing an earlier "
-                    "block of the stage, mean over stages and seeds; the ViT's drops per branch beside it"),
+                    "block of the stage, mean over stages and seeds; the same for the ViT, one stage whose last "
+                    "attention branch closes it, against every branch of the blocks before"),
             criteria=(Criterion("end_of_stage_msa_minus_earlier_blocks", ">", 0.0,
                                 ("paper: [PK22] lesion study (as SCIENCE.md reads it): MSAs at the end of a stage "
-                                 "matter most; the sign")),),
+                                 "matter most; the sign")),
+                      Criterion("vit_last_msa_minus_earlier_blocks", ">", 0.0,
+                                ("paper: the same lesion study on the ViT, a single-stage model whose last MSA "
+                                 "closes its one stage; the sign"))),
             evidence=(figure_path(figures.LESION), table_path("lesion")),
             samples=_lesion_samples,
             statistics=_pk7_statistics,
