@@ -7,7 +7,7 @@ import torch
 from conftest import ROOT
 
 from vitheory.core.device import seeded
-from vitheory.images.structure import structure_score, structure_scores, token_correlation
+from vitheory.images.structure import shuffled_score, structure_score, structure_scores, token_correlation
 from vitheory.images.training import build_model, permute_pixels, pixel_permutation
 from vitheory.params import load_params
 
@@ -60,4 +60,17 @@ def test_structure_scores_rebuild_the_initialisation_from_the_seed_and_skip_mode
     assert scores["initial_structure"] == structure_score(initial.P[1:], token_correlation(x, 2))
     assert scores["structure"] == structure_score(model.P[1:], token_correlation(x, 2))
     assert scores["structure"] != scores["initial_structure"]
+    assert abs(scores["shuffled_structure"]) < 0.1  # "trained" encodings of random noise: the null's level
     assert structure_scores(build_model(PARAMS.real.models.cnn, 8, 1, 10), 0, x, None) == {}
+
+
+def test_the_null_of_shuffled_encodings_separates_from_learned_structure():
+    correlation = token_correlation(smooth_images(), 2)
+    values, vectors = np.linalg.eigh(correlation)
+    faithful = torch.tensor(vectors * np.sqrt(np.clip(values, 0, None)))
+    # the positive control: encodings that rank pairs as the data do sit far above their own shuffles
+    assert structure_score(faithful, correlation) - shuffled_score(faithful, correlation, 0) > 0.7
+    # no structure: random encodings sit on their null, whatever the data
+    gaps = [structure_score(e, correlation) - shuffled_score(e, correlation, s)
+            for s, e in enumerate(torch.randn(20, 16, 64, generator=torch.Generator().manual_seed(0)))]
+    assert abs(np.mean(gaps)) < 0.05

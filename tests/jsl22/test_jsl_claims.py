@@ -114,3 +114,27 @@ def test_jsl4_counts_samples_needed_and_divergences_from_the_runs_table(tmp_path
     assert (measured["finetune_n_needed"], measured["scratch_n_needed"], measured["diverged_runs"]) == (16, -1, 1)
     assert measured["finetune_reaches_target"] == 1.0
     assert measured["finetune_over_scratch"] == 0.0  # scratch never reaching the target: infinitely many
+
+
+def _real_seeds(natural, permuted, null=0.0, seeds=5):
+    """ViT groups of JSL-5: accuracies, and each seed's structure score above its null, natural and permuted."""
+    jitter = [0.002 * (s - seeds // 2) for s in range(seeds)]
+    groups = {"vit_natural": [0.9 + j for j in jitter], "vit_permuted": [0.89 + j for j in jitter],
+              "cnn_natural": [0.95 + j for j in jitter], "cnn_permuted": [0.8 + j for j in jitter]}
+    for pixels, score in (("natural", natural), ("permuted", permuted)):
+        groups |= {f"vit_{pixels}_structure": [score - null + j for j in jitter],
+                   f"vit_{pixels}_final_structure": [score + j for j in jitter],
+                   f"vit_{pixels}_initial_structure": [0.0] * seeds}
+    return groups
+
+
+@pytest.mark.parametrize("natural,permuted,verdict", [(0.4, 0.3, "holds"), (0.4, -0.2, "does not hold"),
+                                                      (0.0, 0.3, "inconclusive")])
+def test_jsl5_reads_final_structure_against_its_null_with_natural_images_as_the_positive_control(natural, permuted,
+                                                                                                verdict):
+    from vitheory.core.claims import IntervalSettings, _judge
+
+    record = _judge(CLAIMS["JSL-5"], _real_seeds(natural, permuted), IntervalSettings(0.95, 200, 0))
+    assert record["measured"]["permuted_structure_over_null"] == pytest.approx(permuted)
+    # the natural-image ViT at its null fails the positive control: the measure saw nothing, nothing is decided
+    assert record["verdict"] == verdict

@@ -6,7 +6,10 @@ and a pixel of the other. On natural images it falls with the tokens' distance; 
 permutation the pairs that vary together are scattered, and no patch order can undo that, since each
 token mixes pixels from all over the image. `structure_score` is Spearman's rank correlation, over
 token pairs, between that and the cosine similarity of the tokens' positional encodings: about 0 at
-initialisation, high once the encodings have learned which tokens belong together.
+initialisation, high once the encodings have learned which tokens belong together. Its null is the
+same encodings with their tokens shuffled (`shuffled_structure`): what the score gives for encodings of
+the same norms and similarities assigned to tokens at random, on the same images, so that ink falling
+on some tokens more than others cannot pass for learned structure.
 """
 
 from __future__ import annotations
@@ -42,13 +45,27 @@ def structure_score(encodings: torch.Tensor, correlation: np.ndarray) -> float:
     return float(spearmanr(similarity[upper], correlation[upper]).statistic)
 
 
+SHUFFLES = 20  # token shuffles of the null, per model
+
+
+def shuffled_score(encodings: torch.Tensor, correlation: np.ndarray, seed: int) -> float:
+    """The null: the mean structure score of `encodings` with their token order shuffled, over SHUFFLES
+    seeded shuffles."""
+    generator = torch.Generator().manual_seed(seed)
+    return float(np.mean([structure_score(encodings[torch.randperm(len(encodings), generator=generator)], correlation)
+                          for _ in range(SHUFFLES)]))
+
+
 def structure_scores(model: torch.nn.Module, seed: int, x_train: torch.Tensor,
                      permutation: torch.Tensor | None) -> dict[str, float]:
-    """A ViT's structure score and its initialisation's (rebuilt from its seed), against the training
-    images as it saw them (permuted, if so); {} for a model without positional encodings."""
+    """A ViT's structure score, its null (`shuffled_score`, shuffles drawn from the seed) and its
+    initialisation's (rebuilt from its seed), against the training images as it saw them (permuted, if
+    so); {} for a model without positional encodings."""
     if not hasattr(model, "P"):
         return {}
     correlation = token_correlation(permute_pixels(x_train, permutation), model.patch)
     initial = seeded(seed, lambda: type(model)(**model.config))
-    return {"structure": structure_score(model.P[-model.n_patches:], correlation),
+    encodings = model.P[-model.n_patches:]
+    return {"structure": structure_score(encodings, correlation),
+            "shuffled_structure": shuffled_score(encodings, correlation, seed),
             "initial_structure": structure_score(initial.P[-initial.n_patches:], correlation)}
