@@ -273,3 +273,10 @@ def test_alternet_must_have_the_shape_of_the_cnn_it_is_compared_with():
         parse_params(with_value("pk_train.alternet.blocks", [2, 2]))
     with pytest.raises(ParamsError, match=r"pk_train\.alternet\.widths = \[16, 64\].*real\.models\.cnn\.widths"):
         parse_params(with_value("pk_train.alternet.widths", [16, 64]))
+
+
+def test_pk7_needs_a_closing_attention_block_with_a_block_before_it_and_a_vit_of_two_blocks():
+    with pytest.raises(ParamsError, match=r"pk_train\.alternet\.attention = \[0, 0\].*PK-7 compares the two"):
+        parse_params(with_value("pk_train.alternet.attention", [0, 0]))
+    with pytest.raises(ParamsError, match=r"real\.models\.vit\.depth = 1 .*>= 2: PK-7"):
+        parse_params(with_value("real.models.vit.depth", 1))

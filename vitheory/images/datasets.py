@@ -1,6 +1,7 @@
 """Real image datasets, read from their original distribution formats, and deterministic splits.
 
-`digits` (scikit-learn's 8 x 8 handwritten digits) ships with scikit-learn: no network, the default.
+`digits` (scikit-learn's 8 x 8 handwritten digits) ships with scikit-learn: no network; the default,
+`cluttered_digits`, is built from them (vitheory.images.cluttered).
 `cifar10`, `cifar100` (the binary versions: fixed-length records, so nothing is unpickled) and `svhn`
 (MATLAB .mat, cropped digits) are downloaded from their official sources into `<root>/<name>/` on
 first use and checked against their published MD5. `imagefolder` reads `<root>/imagefolder/<split>/

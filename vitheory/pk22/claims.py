@@ -404,17 +404,18 @@ PAPER = Paper(
             id="PK-7",
             statement=("In a multi-stage model, the attention blocks at the end of a stage matter most: removing one "
                        "costs more accuracy than removing a block before it in that stage."),
-            metric=("AlterNet trained on all the data, one branch at a time replaced by the identity on its "
-                    "residual branch (downsampling blocks have none and are left out): the test accuracy lost by "
-                    "removing the stage's closing attention block minus the most lost by removing an earlier "
-                    "block of the stage, mean over stages and seeds; the same for the ViT, one stage whose last "
-                    "attention branch closes it, against every branch of the blocks before"),
+            metric=("AlterNet trained on all the data, one block at a time replaced by the identity on its "
+                    "residual branch (an attention block's attention and MLP together; downsampling blocks have "
+                    "no identity path and are left out): the test accuracy lost by removing the stage's closing "
+                    "attention block minus the most lost by removing an earlier block of the stage, mean over "
+                    "stages and seeds; the same for the ViT, one branch at a time: its last attention branch "
+                    "against every branch of the blocks before it (the last block's own MLP, after it, left out)"),
             criteria=(Criterion("end_of_stage_msa_minus_earlier_blocks", ">", 0.0,
                                 ("paper: [PK22] lesion study (as SCIENCE.md reads it): MSAs at the end of a stage "
                                  "matter most; the sign")),
                       Criterion("vit_last_msa_minus_earlier_blocks", ">", 0.0,
-                                ("paper: the same lesion study on the ViT, a single-stage model whose last MSA "
-                                 "closes its one stage; the sign"))),
+                                ("ours: the claim read on the ViT as a single-stage model whose last MSA closes "
+                                 "its stage (the statement is about multi-stage models); the sign"))),
             evidence=(figure_path(figures.LESION), table_path("lesion")),
             samples=_lesion_samples,
             statistics=_pk7_statistics,

@@ -65,6 +65,14 @@ def relations(params: Any) -> Iterator[Violation]:
         if getattr(alternet, field) != getattr(cnn, field):
             yield (f"pk_train.alternet.{field}", list(getattr(alternet, field)),
                    f"real.models.cnn.{field} ({list(getattr(cnn, field))}): AlterNet is compared with that CNN")
+    # PK-7 compares a stage's closing attention block with a block before it that a lesion can remove
+    # (not the first of a later stage, which downsamples); the ViT's last attention with an earlier block
+    if not any(count and blocks >= count + 2 for count, blocks in zip(alternet.attention[1:], alternet.blocks[1:])):
+        yield ("pk_train.alternet.attention", list(alternet.attention),
+               f"an attention block closing some stage after the first with a conv block before it that is not "
+               f"the stage's downsampling one (blocks {list(alternet.blocks)}): PK-7 compares the two")
+    if params.real.models.vit.depth < 2:
+        yield "real.models.vit.depth", params.real.models.vit.depth, ">= 2: PK-7 compares the last attention with an earlier block"
 
 
 # the params.yaml keys [PK22] owns (vitheory.papers), each to its section
