@@ -13,8 +13,8 @@ blocks, with the share of blocks of the claimed sign: MSA lowers both, MLP raise
   deeper       a deeper, narrower ViT of about the same cost (--deeper depth,width)
   batch128     twice the batch at sqrt(2) times the learning rate (Adam's usual scaling)
 
-The variants run in the order given, two at a time: the baseline and each_epoch side by side, then the
-other two.
+The variants run in the order given on two worker processes: the first two start side by side, and each
+of the others starts when a worker frees.
 
 It also prints how many trainings the pipeline runs with one CNN shared by train_real and pk_train
 (AlterNet's CNN of the same shape is train_real's CNN) against separate ones.

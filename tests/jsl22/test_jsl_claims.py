@@ -116,13 +116,13 @@ def test_jsl4_counts_samples_needed_and_divergences_from_the_runs_table(tmp_path
     assert measured["finetune_over_scratch"] == 0.0  # scratch never reaching the target: infinitely many
 
 
-def _real_seeds(natural, permuted, null=0.0, seeds=5):
+def _real_seeds(natural, permuted, seeds=5):
     """ViT groups of JSL-5: accuracies, and each seed's structure score above its null, natural and permuted."""
     jitter = [0.002 * (s - seeds // 2) for s in range(seeds)]
     groups = {"vit_natural": [0.9 + j for j in jitter], "vit_permuted": [0.89 + j for j in jitter],
               "cnn_natural": [0.95 + j for j in jitter], "cnn_permuted": [0.8 + j for j in jitter]}
     for pixels, score in (("natural", natural), ("permuted", permuted)):
-        groups |= {f"vit_{pixels}_structure": [score - null + j for j in jitter],
+        groups |= {f"vit_{pixels}_structure": [score + j for j in jitter],
                    f"vit_{pixels}_final_structure": [score + j for j in jitter],
                    f"vit_{pixels}_initial_structure": [0.0] * seeds}
     return groups
@@ -138,3 +138,19 @@ def test_jsl5_reads_final_structure_against_its_null_with_natural_images_as_the_
     assert record["measured"]["permuted_structure_over_null"] == pytest.approx(permuted)
     # the natural-image ViT at its null fails the positive control: the measure saw nothing, nothing is decided
     assert record["verdict"] == verdict
+
+
+def test_jsl5_reads_each_seeds_score_above_its_own_null_from_train_reals_runs(tmp_path):
+    from vitheory.core.paths import run_name, runs
+
+    for model in runs("real_models"):
+        for pixels in runs("real_pixels"):
+            seeds = {f"seed_{s}": {"seed": s, "test_accuracy": 0.9, "val_accuracy": 0.9, "test_loss": 0.3}
+                     | ({"structure": 0.5 + 0.1 * s, "shuffled_structure": 0.2 - 0.05 * s, "initial_structure": 0.4}
+                        if model.startswith("vit") else {}) for s in range(3)}
+            write_json(tmp_path / artifact("real_metrics") / f"{run_name(model, pixels)}.json", {"runs": seeds})
+    measured = CLAIMS["JSL-5"].measure(tmp_path)
+    # each seed's final score minus its own null (0.3, 0.45, 0.6), never the initial score
+    assert measured["permuted_structure_over_null"] == pytest.approx(0.45)
+    assert measured["natural_final_structure"] == pytest.approx(0.6)
+    assert measured["natural_initial_structure"] == pytest.approx(0.4)

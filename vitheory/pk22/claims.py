@@ -298,7 +298,8 @@ PAPER = Paper(
                     "images (Lanczos on Hessian-vector products): max(0, -lambda_min) / lambda_max per mini-batch, "
                     "mean over mini-batches and seeds, for the ViT, the CNN, the ViT on the smallest data fraction "
                     "and the ViT with global average pooling; the whole spectrum's share of squared curvature in "
-                    "negative directions, tr(H_-^2) / tr(H^2), from its density by stochastic Lanczos quadrature; "
+                    "negative directions, tr(H_-^2) / tr(H^2), from its density (the top eigenpairs exact, the "
+                    "rest by stochastic Lanczos quadrature on several probes); "
                     "beside them the official NEP (share of negative among the top eigenvalues by magnitude), "
                     "which rests on a handful of eigenvalues"),
             criteria=(Criterion("vit_minus_cnn_negative_curvature", ">", 0.0,

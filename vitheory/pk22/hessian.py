@@ -165,7 +165,11 @@ def hessian_rows(name: str, seed: int, model: nn.Module, x: torch.Tensor, y: tor
         images = augment(x[index], train.shift, train.hflip, augmentation)
         operator = hessian_operator(model, nll_and_l2(train.weight_decay), images, y[index])
         rng = np.random.default_rng([cfg.hessian_seed, zlib.crc32(name.encode()), seed, batch])
-        values, vectors = top_eigenpairs(operator, max(cfg.hessian_top, cfg.hessian_deflate), rng, cfg.hessian_tol)
+        wanted = max(cfg.hessian_top, cfg.hessian_deflate)
+        if wanted >= operator.shape[0]:
+            raise ParamsError(f"pk.hessian_top / pk.hessian_deflate = {wanted} eigenpairs, but model {name} has only "
+                              f"{operator.shape[0]} parameters: lower them in params.yaml")
+        values, vectors = top_eigenpairs(operator, wanted, rng, cfg.hessian_tol)
         by_magnitude = np.argsort(-np.abs(values), kind="stable")
         top = np.sort(values[by_magnitude[:cfg.hessian_top]])
         rows += [(name, seed, batch, "top", rank, float(value)) for rank, value in enumerate(top)]
