@@ -1,4 +1,4 @@
-"""REPORT.md's provenance line: the git commit the run used, and what differed from it."""
+"""REPORT.md: the provenance line (the git commit the run used, and what differed from it) and the verdict table."""
 
 import subprocess
 
@@ -24,3 +24,17 @@ def test_source_revision_names_the_commit_and_uncommitted_code(tmp_path):
     (tmp_path / "vitheory" / "model.py").write_text("A = 2\n")
     (tmp_path / "params.yaml").write_text("lr: 1\n")
     assert source_revision(tmp_path) == f"`{head}`, with uncommitted changes to params.yaml, vitheory/model.py"
+
+
+def test_the_verdict_table_names_each_claims_regime():
+    from vitheory.params import load_params
+    from vitheory.report import claims_table, regime_label
+
+    params = load_params()
+    assert regime_label(params) == "cluttered digits, 8 x 8 ViT tokens, 5 seeds"  # the default regime
+    record = {"paper": "PK22", "id": "PK-1", "verdict": "holds", "variants": {}, "measured": {"x": 1.0},
+              "criteria": {"x > 0": {"interval": (0.5, 1.5), "threshold": "> 0", "source": "paper: the sign",
+                                     "margin": 1.0}}}
+    table = claims_table([record], {"PK-1": regime_label(params)})
+    assert table[0].split(" | ")[7] == "regime"
+    assert table[2].split(" | ")[7] == "cluttered digits, 8 x 8 ViT tokens, 5 seeds"

@@ -19,6 +19,7 @@ from vitheory.core.artifacts import read_json
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, INTERVAL_METHOD, IntervalSettings, evaluate
 from vitheory.core.config import ParamsView, as_dict
 from vitheory.core.paths import outputs, stages
+from vitheory.images.params import dataset_named
 from vitheory.papers import PAPERS
 
 SOURCES = ("vitheory", "stages", "dvc.yaml", "params.yaml")  # what decides the results
@@ -49,11 +50,20 @@ def _units(check: dict[str, Any]) -> str:
     return ", ".join(f"{group} {n}" for group, n in check["units"].items()) or "none (no spread)"
 
 
-def claims_table(records: list[dict[str, Any]]) -> list[str]:
+def regime_label(params: ParamsView) -> str:
+    """The real-image regime in a few words, for the verdict table."""
+    data, real = params.images, params.real
+    side = {"digits": 8, "cluttered_digits": data.cluttered.canvas}.get(data.dataset)
+    grid = f", {side // real.models.vit.patch} x {side // real.models.vit.patch} ViT tokens" if side else ""
+    return f"{data.dataset.replace('_', ' ')}{grid}, {real.seeds} seeds"
+
+
+def claims_table(records: list[dict[str, Any]], regimes: dict[str, str]) -> list[str]:
     """One row per claim: each criterion's measured value with its interval, threshold, the threshold's
-    source (the paper's or ours) and margin, the verdict, and the verdict under each other setting."""
-    lines = ["| paper | claim | measured [interval] | threshold | source | margin | verdict | other settings |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    source (the paper's or ours) and margin, the verdict, the regime it was measured in (`regimes`, by
+    claim), and the verdict under each other setting."""
+    lines = ["| paper | claim | measured [interval] | threshold | source | margin | verdict | regime | other settings |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in records:
         checks = r["criteria"].items()
         measured = "<br>".join(f"{c.split()[0]} = {fmt(r['measured'][c.split()[0]])} "
@@ -63,7 +73,7 @@ def claims_table(records: list[dict[str, Any]]) -> list[str]:
         margin = "<br>".join(fmt(check["margin"]) for _, check in checks)
         others = "<br>".join(f"{name}: {variant['verdict']}" for name, variant in r["variants"].items())
         lines.append(f"| [{r['paper']}] | {r['id']} | {measured} | {threshold} | {source} | {margin} | "
-                     f"**{r['verdict']}** | {others} |")
+                     f"**{r['verdict']}** | {regimes[r['id']]} | {others} |")
     return lines
 
 
@@ -175,7 +185,11 @@ def render_report(records: list[dict[str, Any]], params: ParamsView, params_text
     lines += [f"**Verdicts that change with the setting:** {'; '.join(flips) if flips else 'none'}. A claim's "
               "other settings (a wider grid, another score form, another dataset) are measured by the same "
               "pipeline run; its section gives their numbers.", ""]
-    lines += claims_table(records) + [""]
+    # a real-image claim's setting names the dataset; the others run on their paper's synthetic data model
+    real_data = dataset_named(params.images)
+    regimes = {claim.id: regime_label(params) if real_data in claim.regime(params)
+               else f"synthetic, the [{paper.key}] data model" for paper in PAPERS for claim in paper.claims}
+    lines += claims_table(records, regimes) + [""]
     by_id = {record["id"]: record for record in records}
     for paper in PAPERS:
         lines += [f"## [{paper.key}] {paper.citation}", ""]
