@@ -574,19 +574,25 @@ def _stage_process(dvc_pid: int) -> int:
 
 
 def _start_long_training(repo: Path, tmp_path: Path) -> tuple[Path, str, Path, dict, str, subprocess.Popen]:
-    """A copy of `repo` where train_real@cnn-natural runs 60 epochs, its uninterrupted outputs and
-    lock recorded, then a forced rerun started in its own session and left once seeds 0 and 1 (trained
-    side by side by the two workers) have both saved an epoch."""
+    """A copy of `repo` where train_real@cnn-natural runs 240 epochs, its uninterrupted outputs and
+    lock recorded; then that run forgotten (the earlier lock back, the run-cache emptied), so that the
+    setting is new again, as an interrupted experiment's is, and a rerun started in its own session and
+    left once seeds 0 and 1 (trained side by side by the two workers) have both saved an epoch.
+    (Unforgotten, a rerun after the kill would restore the finished run's outputs from the run-cache or
+    the lock instead of resuming: nothing to test.)"""
     copy = tmp_path / "repo"
     shutil.copytree(repo, copy, symlinks=True, ignore=shutil.ignore_patterns("tmp"))
+    earlier_lock = (copy / "dvc.lock").read_text()
     params = yaml.safe_load((copy / "params.yaml").read_text())
-    _set(params, "real.epochs", 60)  # long enough to be killed in the middle
+    _set(params, "real.epochs", 240)  # long enough (seconds) to be killed, and raced, in the middle
     (copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     stage, state = "train_real@cnn-natural", copy / artifact("real_resume") / "cnn_natural"
     _dvc("repro", stage, cwd=copy)
     uninterrupted, lock = _snapshot(copy), (copy / "dvc.lock").read_text()
+    (copy / "dvc.lock").write_text(earlier_lock)
+    shutil.rmtree(copy / ".dvc" / "cache" / "runs")
     env = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    started = subprocess.Popen([sys.executable, "-m", "dvc", "repro", "-f", "-s", stage], cwd=copy, env=env,
+    started = subprocess.Popen([sys.executable, "-m", "dvc", "repro", "-s", stage], cwd=copy, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 120
     saved = (state / "seed_0.json", state / "seed_1.json")
@@ -643,7 +649,8 @@ def test_killing_only_the_stage_process_takes_its_workers_and_a_torn_state_is_re
 def test_a_rerun_cannot_race_an_orphaned_stage(repo, tmp_path):
     """SIGKILL to `dvc` only leaves its stage running as an orphan: a new `dvc repro` of that stage
     stops at once on the stage's lock, naming the holder; the orphan ends with the uninterrupted
-    bytes, and the next `dvc repro` brings the lock file up to date."""
+    bytes, and `dvc commit` records them in the lock file (a `dvc repro` would run the stage again:
+    DVC never saw the orphan's run end)."""
     copy, stage, _, uninterrupted, lock, started = _start_long_training(repo, tmp_path)
     orphan = _stage_process(started.pid)
     os.kill(started.pid, signal.SIGKILL)
@@ -655,7 +662,7 @@ def test_a_rerun_cannot_race_an_orphaned_stage(repo, tmp_path):
     while _alive(orphan) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _snapshot(copy) == uninterrupted
-    _dvc("repro", stage, cwd=copy)
+    _dvc("commit", "-f", stage, cwd=copy)
     assert (copy / "dvc.lock").read_text() == lock
     assert _snapshot(copy) == uninterrupted
 
@@ -744,6 +751,26 @@ def _copy(repo: Path, tmp_path: Path) -> Path:
 
 
 @pytest.mark.pipeline
+def test_a_setting_seen_before_is_restored_from_the_run_cache(repo, tmp_path):
+    """`dvc exp run` away from a setting and back: the second visit runs no stage that computes (only
+    check_params, and report, whose REPORT.md keeps it out of the run-cache) and restores the first
+    visit's bytes."""
+    copy = _copy(repo, tmp_path)
+    _run(["git", "add", "-A"], copy)
+    _run(["git", "commit", "-qm", "before the experiments", "--allow-empty"], copy)
+    steps = json.loads((copy / artifact("li_vit_metrics")).read_text())["steps"]
+    first = _dvc("exp", "run", "-S", f"train.li_vit.steps={steps + 20}", cwd=copy)
+    assert "train_li_vit" in _running(first.stdout), first.stdout
+    visited = _snapshot(copy)
+    _dvc("exp", "run", "-S", f"train.li_vit.steps={steps + 40}", cwd=copy)
+    assert _snapshot(copy) != visited
+    again = _dvc("exp", "run", "-S", f"train.li_vit.steps={steps + 20}", cwd=copy)
+    assert _running(again.stdout) == {"check_params", "report"}, again.stdout
+    assert "Stage 'train_li_vit' is cached - skipping run" in again.stdout, again.stdout
+    assert _snapshot(copy) == visited
+
+
+@pytest.mark.pipeline
 def test_editing_one_papers_params_module_reruns_only_its_stages(repo, tmp_path):
     copy = _copy(repo, tmp_path)
     with open(copy / "vitheory/pk22/params.py", "a") as handle:
@@ -772,8 +799,8 @@ def test_a_toy_paper_runs_through_report_and_verify_touching_only_its_own_files(
     pipeline = pipeline.replace("  report:\n    cmd: python -m stages.report\n    deps:\n",
                                 "  report:\n    cmd: python -m stages.report\n    deps:\n      - ${paths.toy_runs}\n")
     toy_stage = ("  toy:\n    cmd: python -m stages.toy\n    deps:\n      - stages/toy.py\n    params:\n      - toy\n"
-                 "    outs:\n      - ${paths.toy_runs}:\n          cache: false\n\n")
-    pipeline = pipeline.replace("# `dvc plots show`", toy_stage + "# `dvc plots show`", 1)
+                 "    plots:\n      - ${paths.toy_runs}:\n          cache: false\n\n")
+    pipeline = pipeline.replace("  render:\n", toy_stage + "  render:\n", 1)
     (copy / "dvc.yaml").write_text(pipeline)
     _run([sys.executable, "-m", "vitheory.pipeline", "--fix"], copy)
     touched = _changed_files(copy) - before
