@@ -200,6 +200,15 @@ def test_noise_rows_measure_both_normalisations_on_the_same_draws():
     assert [(r[2], r[3]) for r in rows] == [("rms", 0.0), ("rms", 1.0), ("official", 0.0), ("official", 1.0)]
     alone = noise_rows("vit", 0, model, x, y, replace(cfg, sign_noise_eps=5.0))
     assert alone[:2] == rows[:2]  # the verdict's rows do not depend on the variant's setting
+    # the official draws start again from the noise seed, as the verdict's did
+    for row, frequency in zip(rows[2:], cfg.frequencies):
+        generator = torch.Generator().manual_seed(cfg.noise_seed)
+        for earlier in cfg.frequencies[:cfg.frequencies.index(frequency)]:
+            sign_band_noise(tuple(x.shape), earlier, cfg.bandwidth, cfg.sign_noise_eps, generator)
+        official = sign_band_noise(tuple(x.shape), frequency, cfg.bandwidth, cfg.sign_noise_eps, generator)
+        with torch.no_grad():
+            accuracy = float((model(x + official).argmax(-1) == y).float().mean())
+        assert row[5] == pytest.approx(row[4] - accuracy)
 
 
 def test_a_noise_band_without_a_frequency_of_the_images_is_refused_in_one_line_before_compute():

@@ -96,7 +96,7 @@ def test_pk5_decides_on_equal_rms_noise_and_states_the_official_attack_as_its_va
     verdict follows the first, the variant the second."""
     rows = []
     for seed in range(4):
-        for normalisation, vit_high, cnn_high in (("rms", 0.05, 0.30), ("official", 0.40, 0.05)):
+        for normalisation, vit_high, cnn_high in (("rms", 0.05, 0.30), ("official", 0.35, 0.05)):
             for model, high in (("vit", vit_high), ("cnn", cnn_high)):
                 low = 0.2 + 0.01 * seed
                 rows += [(model, seed, normalisation, 0.0, 0.9, low), (model, seed, normalisation, 1.0, 0.9, high)]
@@ -105,7 +105,7 @@ def test_pk5_decides_on_equal_rms_noise_and_states_the_official_attack_as_its_va
     assert record["measured"]["vit_minus_cnn_high_minus_low"] == pytest.approx(0.05 - 0.30)
     assert record["verdict"] == HOLDS
     (variant,) = record["variants"].values()
-    assert variant["measured"]["vit_minus_cnn_high_minus_low"] == pytest.approx(0.40 - 0.05)
+    assert variant["measured"]["vit_minus_cnn_high_minus_low"] == pytest.approx(0.35 - 0.05)
     assert variant["verdict"] == FAILS
 
 

@@ -63,10 +63,11 @@ def _pk5_regime(params: Any) -> str:
         f" Noise bands {list(cfg.frequencies)} (units of pi, radius max(|f_x|, |f_y|), "
         f"bandwidth {cfg.bandwidth}), root-mean-square {cfg.noise_rms} in normalised pixels, the same in every "
         "band: this decides the verdict. It differs from the official attack, which passes sign noise of one size "
-        f"per pixel ({cfg.sign_noise_eps} here) through the same square ring, so that its energy is in proportion "
-        "to the ring's size (1 frequency at 0, 31 to 56 at the outer rings of a 16 x 16 image); that attack is the "
-        "variant, reported beside. Equal energy per band compares the models' sensitivity to a frequency, not to "
-        "a larger perturbation.")
+        f"per pixel ({cfg.sign_noise_eps} here) through a square ring without rescaling, so that its energy is in "
+        "proportion to the ring's size (1 frequency at 0, 31 to 56 at the outer rings of a 16 x 16 image); that "
+        "normalisation, on our rings, is the variant, reported beside (the official mask, cut by int() and half a "
+        "bin off-centre, holds slightly different frequencies: none at 0). Equal energy per band compares the "
+        "models' sensitivity to a frequency, not to a larger perturbation.")
 
 
 def _training_samples(root: Path) -> Samples:
@@ -387,8 +388,8 @@ PAPER = Paper(
             evidence=(figure_path(figures.NOISE), table_path("noise")),
             samples=_noise_samples("rms"),
             statistics=_pk5_statistics,
-            variants=(Variant("the official attack's noise (sign noise of pk.sign_noise_eps through each ring: energy "
-                              "in proportion to the ring's size)", _noise_samples("official")),),
+            variants=(Variant("the official attack's normalisation (sign noise of pk.sign_noise_eps through each ring, "
+                              "not rescaled: energy in proportion to the ring's size)", _noise_samples("official")),),
             regime=_pk5_regime,
         ),
         Claim(
