@@ -672,7 +672,11 @@ def test_a_rerun_cannot_race_an_orphaned_stage(repo, tmp_path):
     orphan = _stage_process(started.pid)
     os.kill(started.pid, signal.SIGKILL)
     started.wait()
-    second = _dvc("repro", stage, cwd=copy, check=False)
+    os.kill(orphan, signal.SIGSTOP)  # alive and holding its lock however slowly the second run starts
+    try:
+        second = _dvc("repro", stage, cwd=copy, check=False)
+    finally:
+        os.kill(orphan, signal.SIGCONT)
     assert second.returncode != 0
     assert f"error: stage {stage} is already running (pid {orphan} writes" in second.stderr
     deadline = time.monotonic() + 300
@@ -773,6 +777,7 @@ def test_a_setting_seen_before_is_restored_from_the_run_cache(repo, tmp_path):
     check_params, and report, whose REPORT.md keeps it out of the run-cache) and restores the first
     visit's bytes."""
     copy = _copy(repo, tmp_path)
+    shutil.rmtree(copy / ".dvc" / "cache" / "runs")  # no setting seen before (another test's sweep ran some)
     _run(["git", "add", "-A"], copy)
     _run(["git", "commit", "-qm", "before the experiments", "--allow-empty"], copy)
     steps = json.loads((copy / artifact("li_vit_metrics")).read_text())["steps"]
