@@ -1,6 +1,6 @@
 """Stage `control`: the multi-head ViT and the linear model on [JSL22]'s negative control (claim JSL-3),
-and the same ViT, trained the same way, on the Assumption-1 data, where association is present: the
-positive control of the association measure."""
+and the same ViT, trained the same way, on Assumption-1 data of the control's size, where association
+is present: the positive control of the association measure."""
 
 import argparse
 
@@ -10,11 +10,10 @@ from vitheory.core.config import ParamsView
 from vitheory.core.device import DEVICE, resolve_device
 from vitheory.core.paths import artifact
 from vitheory.jsl22.data import CONTROL_TENSORS, chance_association
-from vitheory.jsl22.params import ControlParams, SpatialControlParams, SpatialDataParams
+from vitheory.jsl22.params import ControlParams, SpatialControlParams
 from vitheory.jsl22.training import read_spatial, train_control, train_glm, training_errors
 
-PARAMS = {"train.device": DEVICE, "control": ControlParams, "generate.spatial_control": SpatialControlParams,
-          "generate.spatial": SpatialDataParams}
+PARAMS = {"train.device": DEVICE, "control": ControlParams, "generate.spatial_control": SpatialControlParams}
 
 
 def main(params: ParamsView, args: argparse.Namespace) -> None:
@@ -28,16 +27,15 @@ def main(params: ParamsView, args: argparse.Namespace) -> None:
     glm = train_glm(cfg.glm, cfg.seeds, "control", train, test, device)
     for metrics, train_error in zip(vit.metrics, training_errors(vit.models, *train)):
         metrics["train_error_rate"] = train_error
-    spatial_train, spatial_test, structure = read_spatial(artifact("spatial_data"))
-    positive = train_control(cfg, spatial_train, spatial_test, structure["sets"], device)
-    spatial_cfg = params.generate.spatial
+    positive_train, positive_test, structure = read_spatial(artifact("spatial_positive_data"))
+    positive = train_control(cfg, positive_train, positive_test, structure["sets"], device)
+    chance = chance_association(data_cfg.n_patches, data_cfg.set_size)  # both data sets: the same D and C
     # per-seed runs and the settings the claim reads: every median is the claim's own (vitheory.jsl22.claims)
     write_json(artifact("control_metrics"), {
         "device": device.type,
         "seeds": cfg.seeds,
-        "chance": chance_association(data_cfg.n_patches, data_cfg.set_size),
-        "positive_control": {"chance": chance_association(spatial_cfg.n_patches, spatial_cfg.set_size),
-                             "initial": positive.initial_metrics, "final": positive.metrics},
+        "chance": chance,
+        "positive_control": {"chance": chance, "initial": positive.initial_metrics, "final": positive.metrics},
         "runs": {"vit": vit.metrics, "glm": glm.metrics},
     })
 

@@ -94,6 +94,23 @@ def test_the_paper_preset_scales_every_stage_that_computes():
     assert not unscaled, f"presets/paper.yaml changes none of the params of {unscaled}"
 
 
+RERUN_ALWAYS = {"check_params", "report"}  # a persist stamp; REPORT.md, neither a metric nor a plot
+
+
+def test_every_stage_but_two_can_be_restored_from_the_run_cache():
+    """DVC keeps no run-cache for a stage with a persist output or a plain `cache: false` one (neither
+    metric nor plot); the resume state lies outside every output, so that DVC never removes it."""
+    for name, stage in STAGES.items():
+        entries = [(kind, *next(iter(o.items()))) if isinstance(o, dict) else (kind, o, {})
+                   for kind in ("outs", "metrics", "plots") for o in stage.get(kind, [])]
+        blocking = [path for kind, path, flags in entries
+                    if flags.get("persist") or (kind == "outs" and flags.get("cache") is False)]
+        assert bool(blocking) == (name.split("@")[0] in RERUN_ALWAYS), (name, blocking)
+        for resume in (artifact("real_resume"), artifact("pk_resume")):
+            assert not any(resume == Path(path) or Path(path) in resume.parents or resume in Path(path).parents
+                           for _, path, _ in entries), (name, resume)
+
+
 def test_render_settings_do_not_retrain():
     for name in ("generate", "train_li_vit"):
         assert not any(str(p).startswith("render") for p in STAGES[name].get("params", []))
@@ -511,7 +528,7 @@ def test_queued_sweep_runs_every_value_and_shows_the_claim_metrics(repo):
         for exp in baseline.get("experiments") or []:
             for rev in exp["revs"]:
                 data = rev.get("data") or {}
-                assert set(data.get("metrics", {})) == METRICS  # the verdicts and deciding numbers, nothing else
+                assert METRICS <= set(data.get("metrics", {}))  # the verdicts and deciding numbers among them
                 mass = data["metrics"][str(artifact("measured"))]["data"]["LI-3"]["final"]
                 mass_by_steps[data["params"]["params.yaml"]["data"]["train"]["li_vit"]["steps"]] = mass
     assert set(mass_by_steps) == {steps, steps + 20}
@@ -574,19 +591,25 @@ def _stage_process(dvc_pid: int) -> int:
 
 
 def _start_long_training(repo: Path, tmp_path: Path) -> tuple[Path, str, Path, dict, str, subprocess.Popen]:
-    """A copy of `repo` where train_real@cnn-natural runs 60 epochs, its uninterrupted outputs and
-    lock recorded, then a forced rerun started in its own session and left once seeds 0 and 1 (trained
-    side by side by the two workers) have both saved an epoch."""
+    """A copy of `repo` where train_real@cnn-natural runs 240 epochs, its uninterrupted outputs and
+    lock recorded; then that run forgotten (the earlier lock back, the run-cache emptied), so that the
+    setting is new again, as an interrupted experiment's is, and a rerun started in its own session and
+    left once seeds 0 and 1 (trained side by side by the two workers) have both saved an epoch.
+    (Unforgotten, a rerun after the kill would restore the finished run's outputs from the run-cache or
+    the lock instead of resuming: nothing to test.)"""
     copy = tmp_path / "repo"
     shutil.copytree(repo, copy, symlinks=True, ignore=shutil.ignore_patterns("tmp"))
+    earlier_lock = (copy / "dvc.lock").read_text()
     params = yaml.safe_load((copy / "params.yaml").read_text())
-    _set(params, "real.epochs", 60)  # long enough to be killed in the middle
+    _set(params, "real.epochs", 240)  # long enough (seconds) to be killed, and raced, in the middle
     (copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     stage, state = "train_real@cnn-natural", copy / artifact("real_resume") / "cnn_natural"
     _dvc("repro", stage, cwd=copy)
     uninterrupted, lock = _snapshot(copy), (copy / "dvc.lock").read_text()
+    (copy / "dvc.lock").write_text(earlier_lock)
+    shutil.rmtree(copy / ".dvc" / "cache" / "runs")
     env = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    started = subprocess.Popen([sys.executable, "-m", "dvc", "repro", "-f", "-s", stage], cwd=copy, env=env,
+    started = subprocess.Popen([sys.executable, "-m", "dvc", "repro", "-s", stage], cwd=copy, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 120
     saved = (state / "seed_0.json", state / "seed_1.json")
@@ -643,19 +666,24 @@ def test_killing_only_the_stage_process_takes_its_workers_and_a_torn_state_is_re
 def test_a_rerun_cannot_race_an_orphaned_stage(repo, tmp_path):
     """SIGKILL to `dvc` only leaves its stage running as an orphan: a new `dvc repro` of that stage
     stops at once on the stage's lock, naming the holder; the orphan ends with the uninterrupted
-    bytes, and the next `dvc repro` brings the lock file up to date."""
+    bytes, and `dvc commit` records them in the lock file (a `dvc repro` would run the stage again:
+    DVC never saw the orphan's run end)."""
     copy, stage, _, uninterrupted, lock, started = _start_long_training(repo, tmp_path)
     orphan = _stage_process(started.pid)
     os.kill(started.pid, signal.SIGKILL)
     started.wait()
-    second = _dvc("repro", stage, cwd=copy, check=False)
+    os.kill(orphan, signal.SIGSTOP)  # alive and holding its lock however slowly the second run starts
+    try:
+        second = _dvc("repro", stage, cwd=copy, check=False)
+    finally:
+        os.kill(orphan, signal.SIGCONT)
     assert second.returncode != 0
     assert f"error: stage {stage} is already running (pid {orphan} writes" in second.stderr
     deadline = time.monotonic() + 300
     while _alive(orphan) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _snapshot(copy) == uninterrupted
-    _dvc("repro", stage, cwd=copy)
+    _dvc("commit", "-f", stage, cwd=copy)
     assert (copy / "dvc.lock").read_text() == lock
     assert _snapshot(copy) == uninterrupted
 
@@ -744,6 +772,27 @@ def _copy(repo: Path, tmp_path: Path) -> Path:
 
 
 @pytest.mark.pipeline
+def test_a_setting_seen_before_is_restored_from_the_run_cache(repo, tmp_path):
+    """`dvc exp run` away from a setting and back: the second visit runs no stage that computes (only
+    check_params, and report, whose REPORT.md keeps it out of the run-cache) and restores the first
+    visit's bytes."""
+    copy = _copy(repo, tmp_path)
+    shutil.rmtree(copy / ".dvc" / "cache" / "runs")  # no setting seen before (another test's sweep ran some)
+    _run(["git", "add", "-A"], copy)
+    _run(["git", "commit", "-qm", "before the experiments", "--allow-empty"], copy)
+    steps = json.loads((copy / artifact("li_vit_metrics")).read_text())["steps"]
+    first = _dvc("exp", "run", "-S", f"train.li_vit.steps={steps + 20}", cwd=copy)
+    assert "train_li_vit" in _running(first.stdout), first.stdout
+    visited = _snapshot(copy)
+    _dvc("exp", "run", "-S", f"train.li_vit.steps={steps + 40}", cwd=copy)
+    assert _snapshot(copy) != visited
+    again = _dvc("exp", "run", "-S", f"train.li_vit.steps={steps + 20}", cwd=copy)
+    assert _running(again.stdout) == {"check_params", "report"}, again.stdout
+    assert "Stage 'train_li_vit' is cached - skipping run" in again.stdout, again.stdout
+    assert _snapshot(copy) == visited
+
+
+@pytest.mark.pipeline
 def test_editing_one_papers_params_module_reruns_only_its_stages(repo, tmp_path):
     copy = _copy(repo, tmp_path)
     with open(copy / "vitheory/pk22/params.py", "a") as handle:
@@ -772,8 +821,8 @@ def test_a_toy_paper_runs_through_report_and_verify_touching_only_its_own_files(
     pipeline = pipeline.replace("  report:\n    cmd: python -m stages.report\n    deps:\n",
                                 "  report:\n    cmd: python -m stages.report\n    deps:\n      - ${paths.toy_runs}\n")
     toy_stage = ("  toy:\n    cmd: python -m stages.toy\n    deps:\n      - stages/toy.py\n    params:\n      - toy\n"
-                 "    outs:\n      - ${paths.toy_runs}:\n          cache: false\n\n")
-    pipeline = pipeline.replace("# `dvc plots show`", toy_stage + "# `dvc plots show`", 1)
+                 "    plots:\n      - ${paths.toy_runs}:\n          cache: false\n\n")
+    pipeline = pipeline.replace("  render:\n", toy_stage + "  render:\n", 1)
     (copy / "dvc.yaml").write_text(pipeline)
     _run([sys.executable, "-m", "vitheory.pipeline", "--fix"], copy)
     touched = _changed_files(copy) - before

@@ -19,6 +19,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from vitheory.core.paths import DVC_YAML, ROOT
+from vitheory.preset import round_trip_yaml
 
 CHECK_STAGE, CHECK_OUTPUT = "check_params", "${paths.params_check}"
 CODE = ("vitheory/", "stages/")
@@ -64,8 +65,7 @@ def expected_deps(name: str, stage: dict[str, Any], root: Path = ROOT) -> list[s
 
 
 def _load(path: Path) -> tuple[YAML, Any]:
-    round_trip = YAML()
-    round_trip.width = 4096  # never fold a long line
+    round_trip = round_trip_yaml()
     round_trip.indent(mapping=2, sequence=4, offset=2)
     return round_trip, round_trip.load(path.read_text())
 

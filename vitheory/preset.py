@@ -42,7 +42,8 @@ def merge(base: dict[str, Any], overrides: dict[str, Any], prefix: str = "") -> 
     return merged
 
 
-def _round_trip() -> YAML:
+def round_trip_yaml() -> YAML:
+    """A ruamel round-trip loader and dumper that keeps comments and never folds a long line."""
     round_trip = YAML()
     round_trip.width = 4096  # never fold a long line
     return round_trip
@@ -96,7 +97,7 @@ def override(document: CommentedMap, overrides: dict[str, Any]) -> None:
 def apply(preset: Path, params_path: Path = DEFAULT_PATH) -> None:
     overrides = yaml.safe_load(preset.read_text()) or {}
     parse_params(merge(yaml.safe_load(params_path.read_text()), overrides))
-    round_trip = _round_trip()
+    round_trip = round_trip_yaml()
     document = round_trip.load(params_path)
     override(document, round_trip.load(preset) or {})
     round_trip.dump(document, params_path)
@@ -137,7 +138,7 @@ def default_preset(params_path: Path = DEFAULT_PATH) -> str:
     for path in sorted(PRESETS.glob("*.yaml")):
         if path.stem != "default":
             _keys(yaml.safe_load(path.read_text()) or {}, keys)
-    round_trip = _round_trip()
+    round_trip = round_trip_yaml()
     stream = io.StringIO()
     round_trip.dump(_pruned(round_trip.load(params_path), keys), stream)
     return DEFAULT_HEADER + stream.getvalue()

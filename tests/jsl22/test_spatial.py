@@ -82,6 +82,21 @@ def test_control_labels_are_the_sign_of_the_teacher():
     assert 0.3 < (train["y"] > 0).float().mean() < 0.7
 
 
+def test_the_positive_control_is_assumption_1_at_the_controls_size():
+    control, data = PARAMS.generate.spatial_control, PARAMS.generate.spatial
+    twin = spatial.positive_control_data(control, data)
+    assert list(twin.relations()) == []
+    structure, train, test = spatial.generate(replace(twin, n_train=64, n_test=8))
+    same_shape = spatial.generate_control(replace(control, n_train=64, n_test=8))
+    assert train.X.shape == same_shape[1]["X"].shape and test.X.shape == same_shape[2]["X"].shape
+    assert torch.equal(structure["sets"], same_shape[0]["sets"])  # the control's partition, drawn alike
+    assert (twin.q, twin.noise_scale) == (data.q, data.noise_scale)
+    # Assumption 1, not the control's model: the signal set carries y w*
+    in_signal = spatial.set_of_patch(structure["sets"])[None] == train.signal_set[:, None]
+    coefficient = train.X @ structure["w_star"]
+    assert torch.allclose(coefficient[in_signal], train.y[:, None].float().expand_as(in_signal)[in_signal], atol=1e-5)
+
+
 def test_association_scores():
     sets = spatial.partition(16, 4, "blocks", torch.Generator())
     same_set = spatial.set_of_patch(sets)

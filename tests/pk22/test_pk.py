@@ -2,6 +2,7 @@
 measures, band-passed noise."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -24,7 +25,7 @@ from vitheory.pk22.hessian import (
 from vitheory.pk22 import lesion
 from vitheory.pk22.lesion import lesions, lesion_rows
 from vitheory.pk22.models import AlterNet
-from vitheory.pk22.noise import band_noise
+from vitheory.pk22.noise import band_noise, noise_rows, sign_band_noise
 
 
 def dense_hessian(model, x, y) -> np.ndarray:
@@ -169,6 +170,45 @@ def test_band_noise_sits_in_its_band_at_the_asked_rms():
     assert torch.allclose(low, low[..., :1, :1].expand_as(low), atol=1e-6)  # frequency 0: a constant map
     with pytest.raises(ValueError, match="no frequency"):
         band_noise((1, 1, 8, 8), 0.6, 0.05, 0.5, generator)
+
+
+def test_the_official_noise_is_sign_noise_whose_energy_is_its_rings_share():
+    eps, shape = 0.7, (4096, 1, 8, 8)
+    frequency = torch.fft.fftfreq(8).abs() * 2
+    radius = torch.maximum(frequency[:, None], frequency[None, :])
+    energies = {}
+    for f in (0.0, 0.5, 1.0):
+        noise = sign_band_noise(shape, f, 0.25, eps, torch.Generator().manual_seed(0))
+        share = (radius == f).double().mean().item()  # 1, 16 and 15 of the 64 frequencies
+        energies[f] = noise.double().pow(2).mean().item()
+        assert energies[f] == pytest.approx(eps ** 2 * share, rel=0.1)
+    assert energies[0.0] * 10 < min(energies[0.5], energies[1.0])  # a wider ring carries more: unlike band_noise
+    # the sign of the same Gaussian draws, band-passed alike
+    gaussian = torch.randn((2, 1, 8, 8), generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    expected = torch.fft.ifft2(torch.fft.fft2(eps * gaussian.sign()) * (radius == 1.0)).real.float()
+    assert torch.allclose(sign_band_noise((2, 1, 8, 8), 1.0, 0.25, eps, torch.Generator().manual_seed(3)), expected,
+                          atol=1e-6)
+
+
+def test_noise_rows_measure_both_normalisations_on_the_same_draws():
+    from vitheory.params import load_params
+    cfg = replace(load_params().pk, frequencies=(0.0, 1.0), bandwidth=0.25)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 3))
+    torch.manual_seed(0)
+    x, y = torch.randn(20, 1, 8, 8), torch.randint(0, 3, (20,))
+    rows = noise_rows("vit", 0, model, x, y, cfg)
+    assert [(r[2], r[3]) for r in rows] == [("rms", 0.0), ("rms", 1.0), ("official", 0.0), ("official", 1.0)]
+    alone = noise_rows("vit", 0, model, x, y, replace(cfg, sign_noise_eps=5.0))
+    assert alone[:2] == rows[:2]  # the verdict's rows do not depend on the variant's setting
+    # the official draws start again from the noise seed, as the verdict's did
+    for row, frequency in zip(rows[2:], cfg.frequencies):
+        generator = torch.Generator().manual_seed(cfg.noise_seed)
+        for earlier in cfg.frequencies[:cfg.frequencies.index(frequency)]:
+            sign_band_noise(tuple(x.shape), earlier, cfg.bandwidth, cfg.sign_noise_eps, generator)
+        official = sign_band_noise(tuple(x.shape), frequency, cfg.bandwidth, cfg.sign_noise_eps, generator)
+        with torch.no_grad():
+            accuracy = float((model(x + official).argmax(-1) == y).float().mean())
+        assert row[5] == pytest.approx(row[4] - accuracy)
 
 
 def test_a_noise_band_without_a_frequency_of_the_images_is_refused_in_one_line_before_compute():

@@ -6,8 +6,11 @@ import statistics
 
 import pytest
 
-from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, claim_verdict
+from vitheory.core.artifacts import write_table
+from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, IntervalSettings, claim_verdict, evaluate
+from vitheory.pk22 import noise
 from vitheory.pk22.claims import PAPER
+from vitheory.pk22.tables import table_path
 
 CLAIMS = {claim.id: claim for claim in PAPER.claims}
 
@@ -86,6 +89,24 @@ def test_pk5_compares_profiles_and_needs_no_collapse():
     condition = CLAIMS["PK-5"].conditions[0]
     assert not condition.holds(collapsed["least_noisy_accuracy"])
     assert claim_verdict([HOLDS], [FAILS]) == INCONCLUSIVE  # the regime cannot show it: not a failure
+
+
+def test_pk5_decides_on_equal_rms_noise_and_states_the_official_attack_as_its_variant(tmp_path):
+    """A noise table where the equal-rms rows show the claim and the official rows the opposite: the
+    verdict follows the first, the variant the second."""
+    rows = []
+    for seed in range(4):
+        for normalisation, vit_high, cnn_high in (("rms", 0.05, 0.30), ("official", 0.35, 0.05)):
+            for model, high in (("vit", vit_high), ("cnn", cnn_high)):
+                low = 0.2 + 0.01 * seed
+                rows += [(model, seed, normalisation, 0.0, 0.9, low), (model, seed, normalisation, 1.0, 0.9, high)]
+    write_table(tmp_path / table_path("noise"), noise.COLUMNS, rows)
+    record = evaluate(CLAIMS["PK-5"], "PK22", tmp_path, IntervalSettings(confidence=0.95, resamples=100, seed=0))
+    assert record["measured"]["vit_minus_cnn_high_minus_low"] == pytest.approx(0.05 - 0.30)
+    assert record["verdict"] == HOLDS
+    (variant,) = record["variants"].values()
+    assert variant["measured"]["vit_minus_cnn_high_minus_low"] == pytest.approx(0.35 - 0.05)
+    assert variant["verdict"] == FAILS
 
 
 def test_pk6_compares_on_small_data_and_needs_error_left():

@@ -92,11 +92,6 @@ def read_table(path: str | Path, columns: Mapping[str, Callable[[str], Any]]) ->
     return rows
 
 
-def read_rows(path: str | Path, columns: Mapping[str, Callable[[str], Any]]) -> list[tuple]:
-    """`read_table`'s rows as tuples in the order of `columns`."""
-    return [tuple(row.values()) for row in read_table(path, columns)]
-
-
 def write_json(path: str | Path, obj: Any) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")

@@ -40,7 +40,7 @@ def run_stage(main: Callable[[ParamsView, argparse.Namespace], None], parser: ar
     The stage holds its lock for the whole run (vitheory.core.processes.stage_lock): a second run of
     it stops at once. A bad param, a missing or corrupt artifact, a diverging run, a stage already
     running, or a full or read-only disk exits with code 2 and one `error:` line on stderr instead of
-    a traceback; outputs written before stay whole (every write is atomic).
+    a traceback; it never leaves a half-written artifact (every write is atomic).
     """
     args = parser.parse_args()
     start = time.perf_counter()
@@ -54,7 +54,7 @@ def run_stage(main: Callable[[ParamsView, argparse.Namespace], None], parser: ar
         if err.errno not in ENVIRONMENT_FAULTS:
             raise
         _fail(f"cannot write {err.filename or 'an output'}: {err.strerror}; {ENVIRONMENT_FAULTS[err.errno]} "
-              f"and rerun (earlier outputs are kept)")
+              f"and rerun (nothing half-written was left)")
     log_timing(Path(sys.argv[0]).stem, name, time.perf_counter() - start)
 
 

@@ -112,12 +112,7 @@ def build(cls: type, raw: Any, prefix: str) -> Any:
         key = f"{prefix}.{f.name}" if prefix else f.name
         if f.name not in raw:
             raise ParamsError(f"{key} is missing: add it to params.yaml ({describe(hints[f.name])})")
-        value = _convert(hints[f.name], raw[f.name], key)
-        rule = f.metadata.get("rule")
-        for item in value if isinstance(value, tuple) else (value,):
-            if rule is not None and not rule.test(item):
-                raise fail(key, value, f"{rule.allowed} (every element)" if value is not item else rule.allowed)
-        values[f.name] = value
+        values[f.name] = _built(hints[f.name], f.metadata.get("rule"), raw[f.name], key)
     section = cls(**values)
     for key, value, allowed in section.relations():
         raise fail(f"{prefix}.{key}" if prefix else key, value, allowed)
@@ -202,6 +197,7 @@ def _value(raw: Any, key: str) -> Any:
 
 
 def _built(kind: Any, rule: Rule | None, raw: Any, key: str) -> Any:
+    """`raw` converted to `kind`, every element checked against `rule`."""
     value = _convert(kind, raw, key)
     for item in value if isinstance(value, tuple) else (value,):
         if rule is not None and not rule.test(item):

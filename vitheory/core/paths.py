@@ -91,8 +91,9 @@ def stages() -> dict[str, dict[str, Any]]:
 
 
 def outputs(stage: dict[str, Any]) -> list[str]:
-    """The paths a stage writes: its outs and metrics."""
-    return [next(iter(o)) if isinstance(o, dict) else o for kind in ("outs", "metrics") for o in stage.get(kind, [])]
+    """The paths a stage writes: its outs, metrics and plots."""
+    return [next(iter(o)) if isinstance(o, dict) else o for kind in ("outs", "metrics", "plots")
+            for o in stage.get(kind, [])]
 
 
 def stage_of(path: str | Path) -> str | None:

@@ -1,6 +1,7 @@
 """Resumable training: a stage's long trainings save their state after every epoch into one folder
-(a DVC `persist` output), so that a rerun after a kill continues where the killed one stopped and
-ends with the same bytes as an uninterrupted run.
+(under `.vitheory/resume/`, outside every DVC output: DVC removes a stage's outputs before it runs),
+so that a rerun after a kill continues where the killed one stopped and ends with the same bytes as
+an uninterrupted run.
 
 The folder holds `state.json` and, while the stage runs, one `<run>.safetensors` (weights, AdamW
 moments, the data generator's state) with a `<run>.json` sidecar (epoch, schedule, per-epoch log) per

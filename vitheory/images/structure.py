@@ -9,7 +9,7 @@ the tokens' positional encodings ranks token *pairs* as that correlation does, b
 token's own level explains: both are ranked over pairs, each token's main effect (a_i + a_j, fitted
 by least squares) is removed from both, and the score is the correlation of what is left. Without
 that removal, most of the target's variance under a permutation is which tokens carry ink, and
-encodings that knew only each token's ink level scored 0.79 (a review's check). The removal is
+encodings that knew only each token's ink level scored 0.70 (docs/IMAGES.md). The removal is
 partial (the cosine of such encodings is not additive in ranks), so the null keeps token levels too:
 `shuffled_structure` is the score of the same encodings shuffled only among tokens of like level.
 The claim reads the score above that null; a positive control, the natural-image ViT, must clear it.

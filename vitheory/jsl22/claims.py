@@ -50,8 +50,9 @@ def _jsl3_regime(params: Any) -> str:
             f"{control_data.n_train} training examples. A single-head student applies one value map to every "
             "patch it mixes while the teacher's filter differs by position in a set: it cannot represent the "
             "teacher; C heads can. The claim counts only once the student fits its training labels, and once "
-            f"the same student, trained the same way on the Assumption-1 data ({params.generate.spatial.n_patches} "
-            f"patches in sets of {params.generate.spatial.set_size}), shows association there (the conditions).")
+            "the same student, trained the same way on Assumption-1 data of the control's size (the same D, C, d, "
+            f"partition and sample sizes; q = {params.generate.spatial.q}, noise variance "
+            f"{params.generate.spatial.noise_scale} / d), shows association there (the conditions).")
 
 
 def _jsl4_regime(params: Any) -> str:
@@ -268,8 +269,8 @@ PAPER = Paper(
                        "show the convolution's sets."),
             metric=("median over seeds of the multi-head ViT's and the linear model's test error, and of the share "
                     "of patches whose Top_C on the ViT's attention map equals their teacher set (minus chance); "
-                    "P P^T's and the Top_C overlap beside it; the same ViT trained the same way on the "
-                    "Assumption-1 data, where association is present, as the measure's positive control"),
+                    "P P^T's and the Top_C overlap beside it; the same ViT trained the same way on Assumption-1 "
+                    "data of the control's size, where association is present, as the measure's positive control"),
             criteria=(Criterion("vit_test_error", "<=", 0.10,
                                 ("paper: [JSL22] Fig. 2: the ViT's test error on the convolution-labelled Gaussian "
                                  "data falls below 10% within 1000 GD steps")),

@@ -120,6 +120,17 @@ def generate_control(cfg: SpatialControlParams) -> tuple[dict[str, torch.Tensor]
     return {"sets": sets, "filters": filters}, split(cfg.n_train), split(cfg.n_test)
 
 
+def positive_control_data(control: SpatialControlParams, spatial: SpatialDataParams) -> SpatialDataParams:
+    """Assumption 1 at the negative control's size: its patches, sets, dimension, sample sizes and seed,
+    with the Assumption-1 data's q and noise. Trained on both, the same student sees the same shapes and
+    only the inputs' spatial structure differs, so association the measure reads on this one and not on
+    the control is the data's doing. (The variant partition is never drawn here; it is only recorded.)"""
+    other = "random" if control.partition == "blocks" else "blocks"
+    return SpatialDataParams(seed=control.seed, n_patches=control.n_patches, set_size=control.set_size,
+                             partition=control.partition, variant_partition=other, dim=control.dim, q=spatial.q,
+                             noise_scale=spatial.noise_scale, n_train=control.n_train, n_test=control.n_test)
+
+
 def write(cfg: SpatialDataParams, folder: str | Path) -> None:
     """The Assumption 1 data of `cfg` into `folder`: structure, train and test splits, metadata."""
     structure, train, test = generate(cfg)

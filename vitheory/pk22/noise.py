@@ -8,7 +8,12 @@ from torch import nn
 from vitheory.core.errors import ParamsError
 from vitheory.pk22.params import PKParams
 
-COLUMNS = {"model": str, "seed": int, "frequency": float, "clean_accuracy": float, "accuracy_drop": float}
+COLUMNS = {"model": str, "seed": int, "normalisation": str, "frequency": float, "clean_accuracy": float,
+           "accuracy_drop": float}
+# `rms`: Gaussian noise scaled to one root-mean-square in every band (ours, PK-5's verdict); `official`:
+# [PK22]'s FreqAttack on its Random attack, sign noise of one size per pixel band-passed to the ring, so
+# that its energy is in proportion to the ring's size (PK-5's variant)
+NORMALISATIONS = ("rms", "official")
 
 
 def band_mask(h: int, w: int, frequency: float, bandwidth: float) -> torch.Tensor:
@@ -28,17 +33,30 @@ def check_frequencies(image_size: int, cfg: PKParams) -> None:
                               f"{2 / image_size:g} (or widen pk.bandwidth) in params.yaml")
 
 
+def band_pass(noise: torch.Tensor, frequency: float, bandwidth: float) -> torch.Tensor:
+    """`noise` (B, C, H, W) keeping only frequencies whose radius max(|f_x|, |f_y|), in units of pi, lies
+    within bandwidth / 2 of `frequency` (the official attack's square ring)."""
+    mask = band_mask(*noise.shape[-2:], frequency, bandwidth)
+    if not mask.any():
+        raise ValueError(f"no frequency of a {noise.shape[-2]} x {noise.shape[-1]} image lies within "
+                         f"{bandwidth / 2} of {frequency} pi")
+    return torch.fft.ifft2(torch.fft.fft2(noise) * mask).real
+
+
 def band_noise(shape: tuple[int, ...], frequency: float, bandwidth: float, rms: float,
                generator: torch.Generator) -> torch.Tensor:
-    """Gaussian noise (B, C, H, W) keeping only frequencies whose radius max(|f_x|, |f_y|), in units of
-    pi, lies within bandwidth / 2 of `frequency`, scaled to root-mean-square `rms` per image."""
-    noise = torch.randn(shape, generator=generator, dtype=torch.float64)
-    mask = band_mask(*shape[-2:], frequency, bandwidth)
-    if not mask.any():
-        raise ValueError(f"no frequency of a {shape[-2]} x {shape[-1]} image lies within {bandwidth / 2} of {frequency} pi")
-    filtered = torch.fft.ifft2(torch.fft.fft2(noise) * mask).real
+    """Gaussian noise (B, C, H, W) band-passed at `frequency`, scaled to root-mean-square `rms` per image."""
+    filtered = band_pass(torch.randn(shape, generator=generator, dtype=torch.float64), frequency, bandwidth)
     scale = filtered.pow(2).mean(dim=(1, 2, 3), keepdim=True).sqrt().clamp_min(1e-12)
     return (filtered / scale * rms).float()
+
+
+def sign_band_noise(shape: tuple[int, ...], frequency: float, bandwidth: float, eps: float,
+                    generator: torch.Generator) -> torch.Tensor:
+    """The official attack's noise: eps * sign(N(0, 1)) per pixel, band-passed at `frequency` and not
+    rescaled, so its energy is the ring's share of the spectrum."""
+    sign = torch.randn(shape, generator=generator, dtype=torch.float64).sign()
+    return band_pass(eps * sign, frequency, bandwidth).float()
 
 
 @torch.no_grad()
@@ -48,12 +66,16 @@ def noisy_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, noise: to
 
 
 def noise_rows(name: str, seed: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: PKParams) -> list[tuple]:
-    """The accuracy drop of one model at every frequency of `cfg`, as rows of `COLUMNS`; the same noise
-    draws for every model and seed."""
+    """The accuracy drop of one model at every frequency of `cfg` under each normalisation, as rows of
+    `COLUMNS`; the same noise draws for every model and seed, and the official noise is the sign of
+    the same Gaussian draws."""
     clean = noisy_accuracy(model, x, y, torch.zeros_like(x))
-    generator = torch.Generator().manual_seed(cfg.noise_seed)
+    draw = {"rms": lambda f, g: band_noise(tuple(x.shape), f, cfg.bandwidth, cfg.noise_rms, g),
+            "official": lambda f, g: sign_band_noise(tuple(x.shape), f, cfg.bandwidth, cfg.sign_noise_eps, g)}
     rows = []
-    for frequency in cfg.frequencies:
-        noise = band_noise(tuple(x.shape), frequency, cfg.bandwidth, cfg.noise_rms, generator).to(x.device)
-        rows.append((name, seed, frequency, clean, clean - noisy_accuracy(model, x, y, noise)))
+    for normalisation in NORMALISATIONS:
+        generator = torch.Generator().manual_seed(cfg.noise_seed)
+        for frequency in cfg.frequencies:
+            noise = draw[normalisation](frequency, generator).to(x.device)
+            rows.append((name, seed, normalisation, frequency, clean, clean - noisy_accuracy(model, x, y, noise)))
     return rows

@@ -17,6 +17,7 @@ class PKParams(Section):
     frequencies: tuple[float, ...] = knob(Rule(lambda v: 0 <= v <= 1, "in [0, 1] (units of pi)"))
     bandwidth: float = knob(Rule(lambda v: 0 < v <= 1, "in (0, 1]"))
     noise_rms: float = knob(POSITIVE)  # root-mean-square of the noise, in units of the normalised pixels
+    sign_noise_eps: float = knob(POSITIVE)  # the official attack's per-pixel sign noise, before its ring mask
     noise_seed: int = knob(NON_NEGATIVE)
     hessian_batches: int = knob(at_least(1))  # training mini-batches per model
     hessian_batch_size: int = knob(at_least(1))
