@@ -3,7 +3,8 @@
 Nothing is ever pickled. Every reader turns a missing, truncated or inconsistent file into one
 `ArtifactError` line that names the file and the stage that makes it (found in dvc.yaml by
 `vitheory.core.paths.stage_of`). Every writer writes to a temporary name beside the target and
-renames it into place, so an interrupted stage leaves the previous artifact whole.
+renames it into place, so an interrupted write never leaves a half-written artifact (DVC itself
+removes a stage's declared outputs before running it; its cache keeps their last versions).
 """
 
 from __future__ import annotations

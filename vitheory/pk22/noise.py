@@ -35,7 +35,8 @@ def check_frequencies(image_size: int, cfg: PKParams) -> None:
 
 def band_pass(noise: torch.Tensor, frequency: float, bandwidth: float) -> torch.Tensor:
     """`noise` (B, C, H, W) keeping only frequencies whose radius max(|f_x|, |f_y|), in units of pi, lies
-    within bandwidth / 2 of `frequency` (the official attack's square ring)."""
+    within bandwidth / 2 of `frequency`: a square ring like the official attack's, but symmetric about
+    f = 0 (see docs/PK22.md)."""
     mask = band_mask(*noise.shape[-2:], frequency, bandwidth)
     if not mask.any():
         raise ValueError(f"no frequency of a {noise.shape[-2]} x {noise.shape[-1]} image lies within "
