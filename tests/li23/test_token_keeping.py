@@ -1,5 +1,6 @@
 """LI-5's pieces: choosing the tokens to keep, the attention scores behind the choice, the spurious marker."""
 
+import pytest
 import torch
 from conftest import ROOT
 
@@ -45,6 +46,14 @@ def test_spurious_marker_sits_on_the_class_patch():
     y = torch.arange(10).repeat(100)
     own = marker_classes(y, 0.9, 10, torch.Generator().manual_seed(0)) == y
     assert 0.88 < own.float().mean() < 0.94  # 0.9 plus a tenth of the random draws
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: a device bug (seen on an H200 run)")
+def test_spurious_marker_takes_images_and_classes_on_the_gpu():
+    """sparsify_real keeps images and labels on the training device; the marker positions stay on the CPU."""
+    positions = marker_positions(16, 10, seed=0)
+    marked = add_marker(torch.zeros(2, 1, 8, 8, device="cuda"), torch.tensor([0, 3], device="cuda"), positions, 2, 7.0)
+    assert marked.device.type == "cuda" and marked.sum().item() == 2 * 7.0 * 4
 
 
 def test_without_token_drops_exactly_the_named_patch():

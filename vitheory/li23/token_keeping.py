@@ -83,7 +83,7 @@ def add_marker(x: torch.Tensor, marker_class: torch.Tensor, positions: torch.Ten
     """Set the patch of each image's marker class (row-major patch index) to `value`; x (N, C, H, W)."""
     x = x.clone()
     per_row = x.shape[-1] // patch
-    for i, position in enumerate(positions[marker_class].tolist()):
+    for i, position in enumerate(positions[marker_class.cpu()].tolist()):  # marker_class may live on the GPU
         row, col = divmod(position, per_row)
         x[i, :, row * patch:(row + 1) * patch, col * patch:(col + 1) * patch] = value
     return x
