@@ -1,4 +1,4 @@
-"""[JSL22] spatially structured data (SCIENCE.md section 2; the paper's Assumption 1), the negative
+"""[JSL22] spatially structured data (docs/SCIENCE.md section 2; the paper's Assumption 1), the negative
 control of its Figure 2, and the patch-association score of its Definition 2.2.
 
 Jelassi, Sander, Li. "Vision Transformers provably learn spatial structure." NeurIPS 2022,

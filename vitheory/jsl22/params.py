@@ -25,7 +25,7 @@ def _partition_fits(n_patches: int, set_size: int, partition: str, key: str = "p
 
 @dataclass(frozen=True)
 class SpatialDataParams(Section):
-    """[JSL22] spatially structured data (SCIENCE.md section 2, the paper's Assumption 1)."""
+    """[JSL22] spatially structured data (docs/SCIENCE.md section 2, the paper's Assumption 1)."""
 
     seed: int = knob(NON_NEGATIVE)
     n_patches: int = knob(at_least(2))  # D, on a sqrt(D) x sqrt(D) grid

@@ -224,7 +224,7 @@ PAPER = Paper(
                                 ("paper: [LI23] abstract: the sample complexity is 'positively correlated with the "
                                  "inverse of the fraction of label-relevant tokens'; the direction")),
                       Criterion("cnn_needs_more_samples_at_smallest_alpha", ">=", 1.0,
-                                ("paper: [LI23] Fig. 1 (as SCIENCE.md reads it): the CNN (b) needs more samples than "
+                                ("paper: [LI23] Fig. 1 (as docs/SCIENCE.md reads it): the CNN (b) needs more samples than "
                                  "the ViT (a); the direction, at the smallest alpha*"))),
             conditions=(Criterion("vit_grid_brackets_transition", ">=", 1.0,
                                   ("ours: N_min is evidence only where it is reached and above the grid's floor at "
@@ -245,7 +245,7 @@ PAPER = Paper(
                     "then a lower bound). The verdict is on the direction; the log-log slope against 1/alpha* is "
                     "described beside Theorem 1's 1, not tested"),
             criteria=(Criterion("vit_steps_fall_as_alpha_grows", ">=", 1.0,
-                                ("paper: [LI23] Theorem 1 (as SCIENCE.md reads it): the iterations needed grow as "
+                                ("paper: [LI23] Theorem 1 (as docs/SCIENCE.md reads it): the iterations needed grow as "
                                  "alpha* shrinks; the direction")),),
             conditions=(Criterion("vit_least_share_reaching_zero_test_error", ">=", 0.5,
                                   ("ours: mean steps count only seeds reaching zero test error; at least half must, "
@@ -299,7 +299,7 @@ PAPER = Paper(
                                 ("paper: [LI23] Fig. 2b and abstract ('including spurious correlations'): removing "
                                  "confusion tokens lowers the test loss; the sign")),
                       Criterion("relevant_minus_none", ">", 0.0,
-                                ("paper: [LI23] Fig. 2b (as SCIENCE.md reads it): removing label-relevant tokens "
+                                ("paper: [LI23] Fig. 2b (as docs/SCIENCE.md reads it): removing label-relevant tokens "
                                  "raises the test loss; the sign"))),
             evidence=(figure_path(figures.SPARSIFY), artifact("sparsify_runs")),
             samples=_li4_samples,

@@ -1,4 +1,4 @@
-"""[LI23] models: the shallow ViT of the theory and the CNN it is compared with (SCIENCE.md section 1)."""
+"""[LI23] models: the shallow ViT of the theory and the CNN it is compared with (docs/SCIENCE.md section 1)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class ShallowViT(nn.Module):
 
 class TokenCNN(nn.Module):
     """The [LI23] comparison CNN: the ViT with its attention replaced by a 1-D convolution over the
-    token sequence (SCIENCE.md section 1, our default construction).
+    token sequence (docs/SCIENCE.md section 1, our default construction).
 
         F(X) = (1/L) sum_l a^T ReLU(W_O sum_{|j| <= k/2} W_conv[j] x_{l+j}),
 

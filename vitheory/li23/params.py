@@ -27,7 +27,7 @@ def _patterns_fit(n_patterns: int, dim: int) -> Iterator[Violation]:
 
 @dataclass(frozen=True)
 class LiTokensParams(Section):
-    """[LI23] token data (SCIENCE.md section 1)."""
+    """[LI23] token data (docs/SCIENCE.md section 1)."""
 
     seed: int = knob(NON_NEGATIVE)
     n_train: int = knob(at_least(2))
@@ -160,7 +160,7 @@ class GridParams(Section):
 
 @dataclass(frozen=True)
 class PhaseGrids(Section):
-    """LI-1 and LI-2 are decided on `default` and stated again on `wide` (SCIENCE.md: bounds, not laws)."""
+    """LI-1 and LI-2 are decided on `default` and stated again on `wide` (docs/SCIENCE.md: bounds, not laws)."""
 
     default: GridParams = knob()
     wide: GridParams = knob()

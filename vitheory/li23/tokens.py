@@ -1,4 +1,4 @@
-"""[LI23] token data: label-relevant, confusion and label-irrelevant tokens (SCIENCE.md section 1).
+"""[LI23] token data: label-relevant, confusion and label-irrelevant tokens (docs/SCIENCE.md section 1).
 
 Li, Wang, Liu, Chen. "A Theoretical Understanding of Shallow Vision Transformers: Learning,
 Generalization, and Sample Complexity." ICLR 2023, arXiv 2302.06015.

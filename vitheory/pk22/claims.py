@@ -1,4 +1,4 @@
-"""[PK22] claims PK-1 to PK-6: statements, the numbers that measure them, thresholds and regimes."""
+"""[PK22] claims PK-1 to PK-8: statements, the numbers that measure them, thresholds and regimes."""
 
 from __future__ import annotations
 
@@ -284,7 +284,7 @@ PAPER = Paper(
                     "error over seeds, and the share of its test error's rise that its training error rises too; "
                     "the CNN's beside it, described"),
             criteria=(Criterion("vit_train_loss_rise", ">", 0.0,
-                                ("paper: [PK22] small-data study (seed summary; SCIENCE.md): with fewer images the "
+                                ("paper: [PK22] small-data study (seed summary; docs/SCIENCE.md): with fewer images the "
                                  "training NLL changes with the test error, no overfitting; the sign")),
                       Criterion("vit_test_error_rise", ">", 0.0,
                                 ("paper: [PK22] small-data study: ViTs 'perform poorly on a small amount of data'; "
@@ -337,7 +337,7 @@ PAPER = Paper(
                                 ("paper: [PK22] Fourier analysis (seed summary): 'MSAs reduce high-frequency "
                                  "signals (acting as low-pass filters)'; the sign")),
                       Criterion("vit_mlp_change", ">", 0.0,
-                                ("paper: [PK22] Fourier analysis (as SCIENCE.md reads it): the high-frequency "
+                                ("paper: [PK22] Fourier analysis (as docs/SCIENCE.md reads it): the high-frequency "
                                  "amplitude rises across MLP blocks; the sign")),
                       Criterion("cnn_conv_change", ">", 0.0,
                                 ("paper: [PK22] Fourier analysis (seed summary): Convs 'amplify them (acting as "
@@ -359,10 +359,10 @@ PAPER = Paper(
                                 ("paper: [PK22] (seed summary): 'MSAs aggregate feature maps by reducing "
                                  "variance'; the sign")),
                       Criterion("vit_mlp_change", ">", 0.0,
-                                ("paper: [PK22] feature-map variance (as SCIENCE.md reads it): MLP blocks raise "
+                                ("paper: [PK22] feature-map variance (as docs/SCIENCE.md reads it): MLP blocks raise "
                                  "it; the sign")),
                       Criterion("cnn_conv_change", ">", 0.0,
-                                ("paper: [PK22] feature-map variance (as SCIENCE.md reads it): conv blocks raise "
+                                ("paper: [PK22] feature-map variance (as docs/SCIENCE.md reads it): conv blocks raise "
                                  "it (seed: MSAs reduce it 'while Convs do not'); the sign")),
                       Criterion("alternet_msa_change", "<", 0.0,
                                 ("paper: [PK22] Figs. 8-9 (as the review reads them): AlterNet's MSA blocks, closing "
@@ -380,7 +380,7 @@ PAPER = Paper(
                     "at the lowest (its profile over frequency; the models' clean accuracies differ), mean over "
                     "seeds; the ViT's profile against the CNN's"),
             criteria=(Criterion("vit_minus_cnn_high_minus_low", "<", 0.0,
-                                ("paper: [PK22] (as SCIENCE.md reads it): ViTs robust to high-, fragile to "
+                                ("paper: [PK22] (as docs/SCIENCE.md reads it): ViTs robust to high-, fragile to "
                                  "low-frequency noise, CNNs the opposite; the sign")),),
             conditions=(Criterion("least_noisy_accuracy", ">=", 0.5,
                                   ("ours: no model may collapse under the noise (50% accuracy left at every band), "
@@ -421,7 +421,7 @@ PAPER = Paper(
                     "stages and seeds; the same for the ViT, one branch at a time: its last attention branch "
                     "against every branch of the blocks before it (the last block's own MLP, after it, left out)"),
             criteria=(Criterion("end_of_stage_msa_minus_earlier_blocks", ">", 0.0,
-                                ("paper: [PK22] lesion study (as SCIENCE.md reads it): MSAs at the end of a stage "
+                                ("paper: [PK22] lesion study (as docs/SCIENCE.md reads it): MSAs at the end of a stage "
                                  "matter most; the sign")),
                       Criterion("vit_last_msa_minus_earlier_blocks", ">", 0.0,
                                 ("ours: the claim read on the ViT as a single-stage model whose last MSA closes "
