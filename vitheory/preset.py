@@ -159,7 +159,7 @@ def find(preset: str) -> Path:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("preset", nargs="?", help="a preset's name in presets/ (paper, cluttered, default, ...) "
+    parser.add_argument("preset", nargs="?", help="a preset's name in presets/ (default, paper, quick) "
                                                   "or a YAML file's path")
     parser.add_argument("params", nargs="?", type=Path, default=DEFAULT_PATH, help="the params file to rewrite")
     parser.add_argument("--write-default", action="store_true",
