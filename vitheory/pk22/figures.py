@@ -45,7 +45,7 @@ def pk_features_figure(profiles: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-NOISE_NORMALISATIONS = {"rms": "equal rms per band (the verdict)", "official": "official normalisation: sign noise, not rescaled (on our rings)"}
+NOISE_NORMALISATIONS = {"rms": "equal rms per band (verdict)", "official": "official: sign noise, not rescaled"}
 
 
 def pk_noise_figure(noise: pd.DataFrame) -> plt.Figure:
