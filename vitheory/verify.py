@@ -53,7 +53,8 @@ def lock_problems(root: Path) -> list[str]:
 
     status = Repo(str(root)).status()
     return [f"dvc.lock: stage {stage} is out of date ({_in_words(changes)}); run `dvc repro {stage}` to rebuild "
-            f"it, or `dvc checkout --force {stage}` to restore the outputs dvc.lock records from the DVC cache"
+            f"it; to restore the outputs dvc.lock records instead, `git checkout` the git-tracked ones (reports/) "
+            f"and `dvc checkout --force {stage}` the ones in DVC's cache (data/, models/)"
             for stage, changes in status.items()]
 
 

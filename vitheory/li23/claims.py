@@ -199,7 +199,7 @@ def _li4_regime(params: Any) -> str:
 def _li5_regime(params: Any) -> str:
     sparse = params.sparsify_real
     return training_regime(params.images, params.real) + (
-        f" Kept tokens {list(sparse.keep_tokens)} and half; fine-tune {sparse.finetune_epochs} "
+        f" Kept tokens {list(sparse.keep_tokens)}; fine-tune {sparse.finetune_epochs} "
         f"epochs at lr {sparse.finetune_lr}; spurious marker: a class-specific patch set to "
         f"the brightest value on a share {sparse.spurious.correlation} of training images "
         f"({sparse.spurious.epochs} epochs), tested on images whose marker is a random class's.")
