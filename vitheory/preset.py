@@ -158,7 +158,7 @@ def find(preset: str) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m vitheory.preset", description=__doc__.split("\n\n")[0])
     parser.add_argument("preset", nargs="?", help="a preset's name in presets/ (default, paper, quick) "
                                                   "or a YAML file's path")
     parser.add_argument("params", nargs="?", type=Path, default=DEFAULT_PATH, help="the params file to rewrite")
@@ -181,7 +181,10 @@ def main(argv: list[str]) -> int:
         print(f"error: cannot read {getattr(err, 'filename', None) or 'a YAML file'}: {err.__class__.__name__}; "
               "usage: python -m vitheory.preset PRESET [params.yaml]", file=sys.stderr)
         return 2
-    print(f"{preset} applied to {args.params}; `python -m vitheory.preset default` undoes it")
+    if preset.resolve() == (PRESETS / "default.yaml").resolve():
+        print(f"{args.params} is back at its defaults (presets/default.yaml applied)")
+    else:
+        print(f"{preset} applied to {args.params}; `python -m vitheory.preset default` undoes it")
     return 0
 
 

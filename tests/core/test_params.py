@@ -256,7 +256,8 @@ def test_the_preset_command_has_help_and_names_the_presets_when_one_is_mistyped(
 
     with pytest.raises(SystemExit) as shown:
         main(["--help"])
-    assert shown.value.code == 0 and "presets/" in capsys.readouterr().out
+    shown_help = capsys.readouterr().out
+    assert shown.value.code == 0 and "presets/" in shown_help and shown_help.startswith("usage: python -m vitheory.preset ")
     params = tmp_path / "params.yaml"
     params.write_text((ROOT / "params.yaml").read_text())
     assert main(["quik", str(params)]) == 2
@@ -265,6 +266,10 @@ def test_the_preset_command_has_help_and_names_the_presets_when_one_is_mistyped(
     assert params.read_text() == (ROOT / "params.yaml").read_text()
     assert main(["quick", str(params)]) == 0
     assert load_params(params).images.dataset == "digits"
+    assert "`python -m vitheory.preset default` undoes it" in capsys.readouterr().out
+    assert main(["default", str(params)]) == 0
+    said = capsys.readouterr().out
+    assert "is back at its defaults" in said and "undoes" not in said
 
 
 def test_alternet_must_have_the_shape_of_the_cnn_it_is_compared_with():
