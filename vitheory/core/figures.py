@@ -1,7 +1,8 @@
 """What every paper's figures share: one theme, one save helper, long-form tables as data frames.
 
 Each paper package draws its own figures (`vitheory.<paper>.figures`), one function per figure over
-a long-form table, and a `render(params)` that reads its artifacts and saves them."""
+a long-form table, and a `render(params)` that reads its artifacts and saves them. A model keeps one
+colour in every panel of every figure: `MODEL_COLOURS`, keyed by the model's name in params.yaml."""
 
 from __future__ import annotations
 
@@ -26,6 +27,23 @@ class RenderParams(Section):
     dpi: int = knob(at_least(50))
     context: Literal["paper", "notebook", "talk", "poster"] = knob()
     association_threshold: float = knob(Rule(lambda v: -1 <= v <= 1, "in [-1, 1]"))
+
+
+# every model any figure draws, in the colorblind palette's order; a new model gets the next colour here
+MODEL_COLOURS = dict(zip(("vit", "cnn", "alternet", "vit_gap", "vit_small", "vit_positional"),
+                         sns.color_palette("colorblind")))
+
+
+def model_colour(model: str) -> tuple[float, float, float]:
+    """`model`'s colour in every figure."""
+    if model not in MODEL_COLOURS:
+        raise ValueError(f"model {model!r} has no colour: add it to vitheory.core.figures.MODEL_COLOURS")
+    return MODEL_COLOURS[model]
+
+
+def model_palette(labels: Mapping[str, str]) -> dict[str, tuple[float, float, float]]:
+    """A seaborn palette for a table whose models are shown by their labels (`labels`: name -> label)."""
+    return {label: model_colour(model) for model, label in labels.items()}
 
 
 def set_theme(context: str) -> None:

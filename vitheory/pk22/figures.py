@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from vitheory.core.figures import read_frame, save_figure
+from vitheory.core.figures import model_colour, model_palette, read_frame, save_figure
 from vitheory.core.paths import artifact
 from vitheory.pk22 import trainings
 from vitheory.pk22.tables import TABLES, table_path
@@ -20,6 +20,7 @@ FEATURES, NOISE, HESSIAN, SMALL_DATA, LESION = "pk_features", "pk_noise", "pk_he
 
 PK_MODELS = {"vit": "ViT", "cnn": "CNN", "alternet": "AlterNet",
              "vit_gap": "ViT, average pooling", "vit_small": "ViT, smallest data fraction"}
+PK_PALETTE = model_palette(PK_MODELS)  # keyed by label: the tables below are drawn with labels as their models
 
 
 def pk_features_figure(profiles: pd.DataFrame) -> plt.Figure:
@@ -33,7 +34,8 @@ def pk_features_figure(profiles: pd.DataFrame) -> plt.Figure:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.0), layout="constrained")
     for ax, quantity, label in ((axes[0], "high_frequency", "Δ log amplitude at (1 - 2/h)π"),
                                 (axes[1], "variance", "feature-map variance")):
-        sns.lineplot(data=table, x="depth", y=quantity, hue="model", marker="o", errorbar=("pi", 100), ax=ax)
+        sns.lineplot(data=table, x="depth", y=quantity, hue="model", palette=PK_PALETTE, marker="o",
+                     errorbar=("pi", 100), ax=ax)
         ax.scatter(downsampling.depth, downsampling[quantity], marker="x", s=60, color="black", zorder=3,
                    label="downsamples (not checked)")
         for depth in sorted(set(profiles[(profiles.model == "vit") & (profiles.kind == "msa")].depth)):
@@ -53,8 +55,9 @@ def pk_noise_figure(noise: pd.DataFrame) -> plt.Figure:
     normalisation of the noise."""
     grid = sns.relplot(data=noise.assign(model=noise.model.map(PK_MODELS),
                                          normalisation=noise.normalisation.map(NOISE_NORMALISATIONS)),
-                       x="frequency", y="accuracy_drop", hue="model", col="normalisation", kind="line", marker="o",
-                       errorbar=("pi", 100), height=3.6, aspect=1.0, facet_kws={"sharey": False})
+                       x="frequency", y="accuracy_drop", hue="model", palette=PK_PALETTE, col="normalisation",
+                       kind="line", marker="o", errorbar=("pi", 100), height=3.6, aspect=1.0,
+                       facet_kws={"sharey": False})
     grid.set_axis_labels("noise frequency (units of π)", "test accuracy drop")
     grid.set_titles("{col_name}")
     grid.figure.suptitle("Band-passed noise", y=1.02)
@@ -78,15 +81,17 @@ def pk_hessian_figure(hessian: pd.DataFrame, density: pd.DataFrame) -> plt.Figur
     for model in dict.fromkeys(top.model):
         label, values = PK_MODELS[model], top[top.model == model].eigenvalue
         nep, ape = (values < 0).mean(), values[values > 0].mean()
-        sns.histplot(values, bins=30, stat="density", element="step", fill=False, ax=axes[0],
-                     label=f"{label}: NEP {nep:.2f}, APE {ape:.3g}")
+        sns.histplot(values, bins=30, stat="density", element="step", fill=False, color=model_colour(model),
+                     ax=axes[0], label=f"{label}: NEP {nep:.2f}, APE {ape:.3g}")
     axes[0].axvline(0, color="grey", lw=1)
     axes[0].set(xlabel="Hessian eigenvalue (largest magnitudes, pooled over mini-batches and seeds)",
                 title="Top eigenvalues of the training NLL + L2")
     axes[0].legend(fontsize="small")
     ends = hessian[hessian.which != "top"].pivot_table(index=["model", "seed", "batch"], columns="which",
                                                        values="eigenvalue").reset_index()
-    sns.scatterplot(data=ends.assign(model=ends.model.map(PK_MODELS)), x="max", y="min", hue="model", ax=axes[1])
+    sns.scatterplot(data=ends.assign(model=ends.model.map(PK_MODELS)), x="max", y="min", hue="model",
+                    hue_order=[PK_MODELS[model] for model in dict.fromkeys(hessian.model)], palette=PK_PALETTE,
+                    ax=axes[1])
     axes[1].axhline(0, color="grey", lw=1)
     axes[1].set(xscale="log", xlabel="lambda_max", ylabel="lambda_min",
                 title="Both ends of the spectrum, one dot per mini-batch and seed")
@@ -95,7 +100,7 @@ def pk_hessian_figure(hessian: pd.DataFrame, density: pd.DataFrame) -> plt.Figur
     curves = {model: spectral_density(density[density.model == model], grid, (high - low) / 1000)
               for model in dict.fromkeys(density.model)}
     for model, curve in curves.items():
-        axes[2].plot(grid, curve, label=PK_MODELS[model])
+        axes[2].plot(grid, curve, color=model_colour(model), label=PK_MODELS[model])
     axes[2].axvline(0, color="grey", lw=1)
     top = max(curve.max() for curve in curves.values())
     axes[2].set(yscale="log", ylim=(1e-9, 3 * top), xlabel="Hessian eigenvalue", ylabel="density",
@@ -111,29 +116,52 @@ def pk_small_data_figure(runs: pd.DataFrame) -> plt.Figure:
     small = table[table.model.isin([PK_MODELS["vit"], PK_MODELS["cnn"]])]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.0), layout="constrained")
     for ax, column, label in ((axes[0], "train_loss", "training NLL"), (axes[1], "test_error", "test error")):
-        sns.lineplot(data=small, x="fraction", y=column, hue="model", marker="o", errorbar=("pi", 100), ax=ax)
+        sns.lineplot(data=small, x="fraction", y=column, hue="model", palette=PK_PALETTE, marker="o",
+                     errorbar=("pi", 100), ax=ax)
         sns.lineplot(data=small, x="fraction", y="train_error" if column == "test_error" else "test_loss",
-                     hue="model", marker="x", linestyle="--", errorbar=None, ax=ax, legend=False)
+                     hue="model", palette=PK_PALETTE, marker="x", linestyle="--", errorbar=None, ax=ax, legend=False)
         ax.set(xscale="log", xlabel="share of the training images", ylabel=label,
                title=f"{label} (dashed: {'training error' if column == 'test_error' else 'test NLL'})")
     pair = table[table.model.isin([PK_MODELS["alternet"], PK_MODELS["cnn"]])]
-    sns.lineplot(data=pair, x="fraction", y="test_error", hue="model", marker="o", errorbar=("pi", 100), ax=axes[2])
+    sns.lineplot(data=pair, x="fraction", y="test_error", hue="model", palette=PK_PALETTE, marker="o",
+                 errorbar=("pi", 100), ax=axes[2])
     axes[2].set(xscale="log", xlabel="share of the training images", ylabel="test error",
                 title="AlterNet against the CNN, of its shape (PK-6)")
     return fig
 
 
+BRANCH_KINDS = {"conv": "convolution", "msa": "attention", "mlp": "MLP"}  # lesion.py's kinds, in block order
+# branch kinds, not models: colours apart from those MODEL_COLOURS gives the models of this figure
+KIND_PALETTE = dict(zip(BRANCH_KINDS.values(), [sns.color_palette("colorblind")[i] for i in (7, 5, 9)]))
+
+
+def branch_label(model: str, stage: int, position: int, kind: str) -> str:
+    """Where a lesioned branch sits, counted from 1 for the reader, and its kind on a second line:
+    `stage 2, block 3` / `attention`."""
+    block = f"block {position + 1}"
+    return f"{f'stage {stage + 1}, {block}' if model == 'alternet' else block}\n{BRANCH_KINDS[kind]}"
+
+
 def pk_lesion_figure(lesions: pd.DataFrame) -> plt.Figure:
-    """[PK22] PK-7: the test accuracy lost by removing each branch, AlterNet (by stage) and the ViT;
-    bars: mean over seeds, ticks: min to max."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.0), layout="constrained")
+    """[PK22] PK-7: the test accuracy lost by removing each branch, AlterNet (by stage) and the ViT; one
+    bar per branch, the mean over seeds, each seed a dot."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), layout="constrained")
     for ax, model in zip(axes, ("alternet", "vit")):
-        mine = lesions[lesions.model == model].copy()
-        mine["branch"] = [f"stage {s}: {k} {i}" if model == "alternet" else f"block {i}: {k}"
-                          for s, k, i in zip(mine.stage, mine.kind, mine.index)]
-        sns.barplot(data=mine, x="branch", y="accuracy_drop", hue="kind", errorbar=("pi", 100), ax=ax)
-        ax.set(xlabel="", ylabel="test accuracy lost", title=f"{PK_MODELS[model]}: one branch removed at a time")
-        ax.tick_params(axis="x", labelrotation=30)
+        mine = lesions[lesions.model == model]
+        places = zip(mine.stage, mine.position, mine.kind.map(list(BRANCH_KINDS).index))
+        mine = mine.assign(branch=[branch_label(model, *where) for where in zip(mine.stage, mine.position, mine.kind)],
+                           kind=mine.kind.map(BRANCH_KINDS))
+        order = [branch for _, branch in sorted(set(zip(places, mine.branch)))]  # one bar per branch, in model order
+        sns.barplot(data=mine, x="branch", y="accuracy_drop", hue="kind", order=order, palette=KIND_PALETTE,
+                    dodge=False, errorbar=None, ax=ax)
+        # no jitter: it draws random numbers, and the same tables must give the same bytes
+        sns.stripplot(data=mine, x="branch", y="accuracy_drop", order=order, color="black", size=4, jitter=False,
+                      ax=ax)
+        removed = "block" if model == "alternet" else "branch"
+        ax.set(xlabel="", ylabel="test accuracy lost", title=f"{PK_MODELS[model]}: one {removed} removed at a time")
+        ax.legend(title=removed, fontsize="small")
+    fig.suptitle("Bars: mean over seeds; dots: seeds. AlterNet's downsampling blocks have no identity path and "
+                 "are not removed", fontsize="small")
     return fig
 
 
