@@ -29,9 +29,10 @@ class RenderParams(Section):
     association_threshold: float = knob(Rule(lambda v: -1 <= v <= 1, "in [-1, 1]"))
 
 
-# every model any figure draws, in the colorblind palette's order; a new model gets the next colour here
-MODEL_COLOURS = dict(zip(("vit", "cnn", "alternet", "vit_gap", "vit_small", "vit_positional"),
-                         sns.color_palette("colorblind")))
+# every model any figure draws; models drawn together get colours far apart in the colorblind palette
+# ([PK22]'s five: its first five; the positional-attention ViT beside the ViT and the CNN: sky blue)
+MODEL_COLOURS = {model: sns.color_palette("colorblind")[index] for model, index in
+                 (("vit", 0), ("cnn", 1), ("alternet", 2), ("vit_gap", 3), ("vit_small", 4), ("vit_positional", 9))}
 
 
 def model_colour(model: str) -> tuple[float, float, float]:

@@ -16,7 +16,7 @@ from matplotlib.ticker import FormatStrFormatter, NullFormatter
 from vitheory.core import history
 from vitheory.core.artifacts import read_json, read_tensors
 from vitheory.core.checkpoint import checkpoint_metadata, load_checkpoint, seed_folder
-from vitheory.core.figures import read_frame, save_figure
+from vitheory.core.figures import model_colour, read_frame, save_figure
 from vitheory.core.paths import artifact, run_name, runs
 from vitheory.core.similarity import cosine_similarity
 from vitheory.images.structure import token_correlation
@@ -97,16 +97,38 @@ def transfer_figure(runs: pd.DataFrame, target: float) -> plt.Figure:
     return fig
 
 
-def real_accuracy_figure(runs: pd.DataFrame) -> plt.Figure:
-    """[JSL22] JSL-5, JSL-6: test accuracy per model on natural and permuted images, one dot per seed."""
-    fig, ax = plt.subplots(figsize=(7.0, 4.0))
-    sns.barplot(data=runs, x="model", y="test_accuracy", hue="pixels", errorbar=None, alpha=0.5, ax=ax)
-    # no jitter: it draws random numbers, and the same runs must give the same bytes
-    sns.stripplot(data=runs, x="model", y="test_accuracy", hue="pixels", dodge=True, jitter=False, legend=False,
-                  ax=ax, color="black", size=4)
-    low = max(0.0, runs.test_accuracy.min() - 0.1)
-    ax.set(ylim=(low, 1.0), xlabel="", ylabel="test accuracy", title="Natural vs permuted images (dots: seeds)")
-    ax.legend(title="pixels", fontsize="small", loc="lower right")
+REAL_MODELS = {"vit": "ViT", "vit_positional": "positional-attention ViT", "cnn": "CNN"}
+
+
+def real_accuracy_figure(runs: pd.DataFrame, vit_loss_margin: float | None = None,
+                         positional_margin: float | None = None) -> plt.Figure:
+    """[JSL22] JSL-5, JSL-6: test accuracy per model on natural and on permuted images: the mean over seeds
+    with the seeds' range, each seed a dot beside it, a model's two means joined. Points, not bars: the axis
+    does not start at 0. Given a margin, the floor its claim sets is a dashed line under the point it bounds:
+    JSL-5's permuted ViT at most `vit_loss_margin` below the natural ViT, JSL-6's positional-attention ViT at
+    most `positional_margin` below the ViT (natural images)."""
+    models, pixels = list(dict.fromkeys(runs.model)), list(dict.fromkeys(runs.pixels))
+    place = {(model, kind): column + offset for model, offset in zip(models, np.linspace(-0.2, 0.2, len(models)))
+             for column, kind in enumerate(pixels)}
+    fig, ax = plt.subplots(figsize=(9.0, 4.2), layout="constrained")
+    for model in models:
+        means = []
+        for kind in pixels:
+            accuracy, x = runs[(runs.model == model) & (runs.pixels == kind)].test_accuracy, place[model, kind]
+            means.append(accuracy.mean())
+            ax.errorbar(x, means[-1], yerr=[[means[-1] - accuracy.min()], [accuracy.max() - means[-1]]], fmt="o",
+                        color=model_colour(model), capsize=4, label=REAL_MODELS[model] if kind == pixels[0] else None)
+            ax.scatter([x + 0.05] * len(accuracy), accuracy, s=10, color=model_colour(model), alpha=0.6)
+        ax.plot([place[model, kind] for kind in pixels], means, color=model_colour(model), lw=1, alpha=0.5)
+    natural = runs[(runs.model == "vit") & (runs.pixels == "natural")].test_accuracy.mean()
+    for margin, model, kind, claim in ((vit_loss_margin, "vit", "permuted", "JSL-5"),
+                                       (positional_margin, "vit_positional", "natural", "JSL-6")):
+        if margin is not None:
+            ax.hlines(natural - margin, place[model, kind] - 0.1, place[model, kind] + 0.1, color=model_colour(model),
+                      ls="--", lw=1.5, label=f"{claim} floor: the natural ViT's mean - {margin:g}")
+    ax.set_xticks(range(len(pixels)), [f"{kind} images" for kind in pixels])
+    ax.set(xlabel="", ylabel="test accuracy", title="Natural vs permuted images (mean, bar: seeds' range, dots: seeds)")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
 
 

@@ -132,7 +132,7 @@ def pk_small_data_figure(runs: pd.DataFrame) -> plt.Figure:
 
 BRANCH_KINDS = {"conv": "convolution", "msa": "attention", "mlp": "MLP"}  # lesion.py's kinds, in block order
 # branch kinds, not models: colours apart from those MODEL_COLOURS gives the models of this figure
-KIND_PALETTE = dict(zip(BRANCH_KINDS.values(), [sns.color_palette("colorblind")[i] for i in (7, 5, 9)]))
+KIND_PALETTE = dict(zip(BRANCH_KINDS.values(), [sns.color_palette("colorblind")[i] for i in (7, 5, 8)]))
 
 
 def branch_label(model: str, stage: int, position: int, kind: str) -> str:
