@@ -1,10 +1,147 @@
-"""verify's problem lines say in words what DVC found, and a command that works."""
+"""verify's verdict on a repository: consistent (0), inconsistent (2, naming the file) or not built (3, DVC's
+outputs absent, as in a fresh clone), on a two-stage DVC pipeline that builds in a second."""
 
-from vitheory.verify import _in_words
+import json
+import shutil
+from types import SimpleNamespace
+
+import pytest
+from conftest import ROOT
+from test_pipeline import _dvc, _run
+
+from vitheory import verify
+from vitheory.core.artifacts import read_json
+from vitheory.verify import CONSISTENT, INCONSISTENT, NOT_BUILT, _entries, _in_words
+
+# a DVC-cached output (data/, as the checkpoints are) and a git-tracked metrics record computed from it
+PIPELINE = """\
+stages:
+  make:
+    cmd: python -c "import pathlib; pathlib.Path('data').mkdir(); pathlib.Path('data/x.json').write_text('7')"
+    outs:
+      - data
+  measure:
+    cmd: python -c "import json; json.dump(dict(x=json.load(open('data/x.json'))), open('reports/metrics/m.json', 'w'))"
+    deps:
+      - data
+    metrics:
+      - reports/metrics/m.json:
+          cache: false
+"""
+# the stage-times block verify reads a rebuild's cost from: `make` took 2 minutes
+GUIDE = """\
+<!-- BEGIN stage-times -->
+| stage | seconds | finished (UTC) |
+| --- | ---: | --- |
+| `make` | 120.0 | 2026-01-01T00:00:00+00:00 |
+| `measure` | 0.5 | 2026-01-01T00:00:01+00:00 |
+<!-- END stage-times -->
+"""
+
+
+def _reads_data(root):
+    """A re-derivation from the DVC-cached output, as the checkpoint checks are."""
+    read_json(root / "data/x.json")
+    return []
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The two-stage pipeline, run and committed (its DVC cache holds data/)."""
+    repo = tmp_path_factory.mktemp("built")
+    (repo / "dvc.yaml").write_text(PIPELINE)
+    (repo / "docs").mkdir()
+    (repo / "docs/REVIEWING.md").write_text(GUIDE)
+    (repo / "reports/metrics").mkdir(parents=True)
+    (repo / "reports/claims.json").write_text('{"claims": []}\n')
+    shutil.copy(ROOT / "params.yaml", repo)
+    _run(["git", "init", "-q"], repo)
+    _dvc("init", "-q", cwd=repo)
+    _dvc("repro", "-q", cwd=repo)
+    _run(["git", "add", "-A"], repo)
+    _run(["git", "commit", "-qm", "run"], repo)
+    return repo
+
+
+@pytest.fixture
+def clone(built, tmp_path):
+    """A fresh clone: what git holds, no DVC cache."""
+    _run(["git", "clone", "-q", str(built), str(tmp_path / "clone")], tmp_path)
+    return tmp_path / "clone"
+
+
+def _main(repo, monkeypatch, capsys, *args):
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(verify, "PAPERS", ())
+    monkeypatch.setattr(verify, "PACKAGES", (SimpleNamespace(checks=(_reads_data,)),))
+    code = verify.main(list(args))
+    return code, capsys.readouterr().out.splitlines()
+
+
+def test_a_built_consistent_repository_exits_0(built, monkeypatch, capsys):
+    code, lines = _main(built, monkeypatch, capsys)
+    assert code == CONSISTENT, lines
+    assert not any(line.startswith(("problem:", "not built:")) for line in lines)
+
+
+def test_a_fresh_clone_is_not_built_in_one_line_with_commands_that_work_without_a_cache(clone, monkeypatch, capsys):
+    code, lines = _main(clone, monkeypatch, capsys)
+    assert code == NOT_BUILT, lines
+    assert not any(line.startswith("problem:") for line in lines)
+    [said] = [line for line in lines if line.startswith("not built:")]
+    assert "1 stages' outputs in data/ are absent (_reads_data unchecked)" in said
+    assert "`dvc pull`" in said and "`dvc repro` (~2 min, docs/REVIEWING.md)" in said  # make's 120 s
+    assert "checkout" not in said and len(said) < 160
+
+
+def test_an_edited_committed_number_is_inconsistent_and_names_the_file(clone, monkeypatch, capsys):
+    record = clone / "reports/metrics/m.json"
+    record.write_text(json.dumps({"x": 8}))
+    code, lines = _main(clone, monkeypatch, capsys)
+    assert code == INCONSISTENT, lines
+    [problem] = [line for line in lines if line.startswith("problem:")]
+    assert "stage measure is out of date (changed outs: reports/metrics/m.json (modified))" in problem
+    assert "`git checkout -- reports/metrics/m.json`" in problem and len(problem) < 160
+    assert any(line.startswith("not built:") for line in lines)  # still said: data/ is absent too
+
+
+def test_outputs_in_the_cache_but_not_checked_out_are_restored_by_checkout(built, monkeypatch, capsys):
+    shutil.move(built / "data", built / "elsewhere")
+    try:
+        code, lines = _main(built, monkeypatch, capsys)
+    finally:
+        shutil.move(built / "elsewhere", built / "data")
+    assert code == NOT_BUILT and lines[-1].endswith("`dvc checkout` restores them from DVC's cache"), lines
+
+
+def test_a_modified_cached_output_is_inconsistent_and_restored_from_the_cache(built, monkeypatch, capsys):
+    target = built / "data/x.json"
+    target.chmod(0o644)  # DVC links cached files read-only
+    original = target.read_text()
+    target.unlink()
+    target.write_text("8")
+    try:
+        code, lines = _main(built, monkeypatch, capsys)
+    finally:
+        target.unlink()
+        target.write_text(original)
+    assert code == INCONSISTENT, lines
+    assert any("stage make is out of date" in line and "`dvc checkout --force make`" in line for line in lines)
+
+
+def test_help_lists_every_exit_code(capsys):
+    with pytest.raises(SystemExit):
+        verify.main(["--help"])
+    shown = capsys.readouterr().out
+    assert shown.startswith("usage: python -m vitheory.verify")
+    for code in (CONSISTENT, 1, INCONSISTENT, NOT_BUILT):
+        assert f"\n  {code}  " in shown
 
 
 def test_dvc_status_is_said_in_words_not_as_a_python_repr():
-    said = _in_words([{"changed deps": {"params.yaml": "modified"}}, {"changed outs": {"data/a": "deleted"}},
-                      "always changed"])
+    entries = [entry for change in [{"changed deps": {"params.yaml": "modified"}},
+                                    {"changed outs": {"data/a": "deleted"}}, "always changed"]
+               for entry in _entries(change)]
+    said = _in_words(entries)
     assert said == "changed deps: params.yaml (modified); changed outs: data/a (deleted); always changed"
     assert "{" not in said and "'" not in said

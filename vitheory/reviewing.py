@@ -143,6 +143,13 @@ def stage_times(root: Path) -> str | None:
     return "\n".join(lines) + "\n"
 
 
+def logged_seconds(guide_text: str) -> dict[str, float]:
+    """Each stage's seconds in the guide's stage-times table (the run it records), by stage name."""
+    rows = (line.split(" | ") for line in blocks(guide_text).get("stage-times", "").splitlines())
+    return {row[0].strip("| `"): float(row[1].replace(",", "")) for row in rows
+            if len(row) == 3 and row[0].startswith("| `")}
+
+
 def blocks(text: str) -> dict[str, str]:
     """The generated blocks of the guide, by name."""
     return {match["name"]: match["body"] for match in BLOCK.finditer(text)}

@@ -4,7 +4,9 @@
     python -m vitheory.verify --against main     # ... and agrees with the claims committed at `main`
 
 1. The workspace matches dvc.lock: every stage's deps (code, params, data) and outputs hash as
-   recorded (`dvc status` is empty).
+   recorded (`dvc status`). An output DVC caches (data/, models/) that is simply absent, as in a fresh
+   clone, is "not built", not a mismatch: the checks that need it are skipped and named in one line,
+   with the commands that bring it (`dvc pull`, `dvc repro` and its time in docs/REVIEWING.md).
 2. The per-seed values that stages store follow from the other raw artifacts of the run: LI-3's and
    JSL-1/2's initial and final values from the logged series; the phase fits from the per-run CSVs;
    each seed's JSL-2 association from the positional encodings in its checkpoint; every train_real
@@ -16,9 +18,11 @@
    and compared with the verdict and numbers stored in reports/claims.json.
 
 Prints one table (claim, verdict, agrees with stored, measured [interval] (threshold)) and every
-problem by name. Exit code 0: everything matches, whatever the verdicts (a claim that does not hold is
-a result, not an inconsistency); 2: a mismatch or a missing or unreadable artifact. With `--strict`,
-exit code 1 when everything matches but some claim does not hold or is inconclusive.
+problem by name, one line each. Exit codes (EXIT_CODES, also in `--help`): 0 everything matches,
+whatever the verdicts (a claim that does not hold is a result, not an inconsistency); 2 inconsistent (a
+mismatch, or an unreadable or partly missing artifact); 3 not built (everything git holds is
+consistent, DVC's outputs are absent); with `--strict`, 1 when everything matches but some claim does
+not hold or is inconclusive.
 
 With `--against REV` (a rerun on another machine, say, against the committed results), it also
 compares every claim with `reports/claims.json` as committed at the git revision REV: the verdicts
@@ -33,8 +37,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,61 +52,158 @@ from vitheory.core.rederive import same
 from vitheory.papers import PACKAGES, PAPERS
 from vitheory.params import DEFAULT_PATH, load_params
 from vitheory.report import fmt, interval_settings
+from vitheory.reviewing import GUIDE, logged_seconds
 
 
-def lock_problems(root: Path) -> list[str]:
+CONSISTENT, STRICT_FAILED, INCONSISTENT, NOT_BUILT = 0, 1, 2, 3
+EXIT_CODES = f"""exit codes:
+  {CONSISTENT}  consistent: every check agrees, whatever the verdicts
+  {STRICT_FAILED}  (--strict only) consistent, but some claim does not hold or is inconclusive
+  {INCONSISTENT}  inconsistent: a committed file or number differs from dvc.lock or from what re-derives it
+  {NOT_BUILT}  not built: what git holds is consistent, but DVC's outputs (data/, models/) are absent"""
+MISSING = ("not in cache", "deleted")  # DVC's word for an output never built here, or not checked out
+
+
+@dataclass
+class LockState:
+    """What `dvc status` found: one problem line per inconsistent stage, and the stages that are only not
+    built (their DVC-cached outputs absent, every other hash as dvc.lock records)."""
+    problems: list[str] = field(default_factory=list)
+    unbuilt: list[str] = field(default_factory=list)  # stages with an absent DVC-cached output: to rebuild
+    absent: set[Path] = field(default_factory=set)  # those outputs
+    in_cache: bool = True  # every absent output is in DVC's cache (`dvc checkout` restores it)
+
+
+def lock_state(root: Path) -> LockState:
+    """`dvc status` of every stage, sorted into what is absent and what differs."""
     from dvc.repo import Repo  # imported here: DVC is slow to import and only this check needs it
 
-    status = Repo(str(root)).status()
-    return [f"dvc.lock: stage {stage} is out of date ({_in_words(changes)}); run `dvc repro {stage}` to rebuild "
-            f"it; to restore the outputs dvc.lock records instead, `git checkout` the git-tracked ones (reports/) "
-            f"and `dvc checkout --force {stage}` the ones in DVC's cache (data/, models/)"
-            for stage, changes in status.items()]
+    repo = Repo(str(root))
+    cached = {Path(out.def_path) for stage in repo.index.stages for out in stage.outs if out.use_cache}
+    state = LockState()
+    for stage, changes in repo.status().items():
+        differing, absent = [], []
+        for change in changes:
+            for kind, path, word in _entries(change):
+                inside = path is not None and any(path == out or out in path.parents for out in cached)
+                if inside and word in MISSING and not (root / path).exists():
+                    absent.append((kind, path, word))
+                else:
+                    differing.append((kind, path, word))
+        if differing:
+            state.problems.append(_lock_problem(stage, differing, cached))
+        outs = [(path, word) for kind, path, word in absent if kind == "changed outs"]
+        if outs and not differing:
+            state.unbuilt.append(stage)
+            state.absent |= {path for path, _ in outs}
+            state.in_cache &= all(word == "deleted" for _, word in outs)
+    return state
 
 
-def _in_words(changes: list[Any]) -> str:
-    """DVC's status of one stage, `[{"changed deps": {"params.yaml": "modified"}}, "always changed"]`, as
-    `changed deps: params.yaml (modified)`."""
-    said = []
-    for change in changes:
-        if not isinstance(change, dict):
-            said.append(str(change))
-            continue
-        for kind, paths in change.items():
-            listed = paths.items() if isinstance(paths, dict) else [(paths, None)]
-            said.append(f"{kind}: " + ", ".join(f"{path} ({state})" if state else str(path) for path, state in listed))
-    return "; ".join(said)
+def _entries(change: Any) -> list[tuple[str, Path | None, str]]:
+    """One DVC status entry, `{"changed deps": {"params.yaml": "modified"}}` or "always changed", as
+    (kind, path, state) triples."""
+    if not isinstance(change, dict):
+        return [(str(change), None, "")]
+    return [(kind, Path(path), str(word)) for kind, paths in change.items()
+            for path, word in (paths.items() if isinstance(paths, dict) else [(paths, "")])]
 
 
-def verify(root: Path = Path(".")) -> tuple[list[dict[str, Any]], list[str]]:
-    """(one row per claim, problems). A problem is a one-line description naming the artifact."""
-    problems = lock_problems(root)
+def _in_words(changes: list[tuple[str, Path | None, str]]) -> str:
+    """`changed deps: params.yaml (modified); always changed`."""
+    said: dict[str, list[str]] = {}
+    for kind, path, word in changes:
+        said.setdefault(kind, [])
+        if path is not None:
+            said[kind].append(f"{path} ({word})" if word else str(path))
+    return "; ".join(f"{kind}: {', '.join(paths)}" if paths else kind for kind, paths in said.items())
+
+
+def _lock_problem(stage: str, changes: list[tuple[str, Path | None, str]], cached: set[Path]) -> str:
+    """One line: the stage, what differs, and a command that mends it with whatever cache there is."""
+    outs = [(path, word) for kind, path, word in changes if kind == "changed outs" and path is not None]
+    committed = [path for path, _ in outs if not any(path == out or out in path.parents for out in cached)]
+    if outs and len(committed) == len(changes):  # only git-tracked outputs differ
+        advice = f"`git checkout -- {' '.join(map(str, committed))}` restores it"
+    elif outs and all(word == "modified" for _, word in outs) and len(outs) == len(changes):
+        advice = f"`dvc checkout --force {stage}` restores it from DVC's cache"  # "modified": the cache has it
+    else:
+        advice = f"`dvc repro {stage}` reruns it"
+    said = _in_words(changes)
+    if len(said) > 80:
+        said = said[:77] + "..."
+    return f"dvc.lock: stage {stage} is out of date ({said}); {advice}"
+
+
+def _absent(message: str, root: Path, absent: set[Path]) -> bool:
+    """Whether a problem line names a file inside an output that is simply not built."""
+    named = Path(os.path.relpath(message.split(":", 1)[0], root))
+    return any(named == out or out in named.parents for out in absent)
+
+
+def rebuild_seconds(root: Path, unbuilt: list[str]) -> float | None:
+    """The seconds the unbuilt stages took in the run docs/REVIEWING.md's stage-times table records;
+    None when the guide or a stage's row is missing."""
+    guide = root / GUIDE
+    logged = logged_seconds(guide.read_text()) if guide.is_file() else {}
+    if not all(stage in logged for stage in unbuilt):
+        return None
+    return sum(logged[stage] for stage in unbuilt)
+
+
+def not_built_line(root: Path, state: LockState, skipped: list[str]) -> str:
+    """The one line that says what was not checked, and the commands that bring the outputs."""
+    folders = ", ".join(sorted({f"{path.parts[0]}/" for path in state.absent}))
+    said = f"not built: {len(state.unbuilt)} stages' outputs in {folders} are absent"
+    if skipped:
+        said += f" ({', '.join(skipped)} unchecked)"
+    if state.in_cache:
+        return said + "; `dvc checkout` restores them from DVC's cache"
+    seconds = rebuild_seconds(root, state.unbuilt)
+    cost = f" (~{seconds / 60:.0f} min, docs/REVIEWING.md)" if seconds is not None else ""
+    return said + f"; get them with `dvc pull` from a remote, or `dvc repro`{cost}"
+
+
+def verify(root: Path = Path(".")) -> tuple[list[dict[str, Any]], list[str], LockState, list[str]]:
+    """(one row per claim, problems, what DVC found, the checks and claims left unchecked because their
+    inputs are not built). A problem is a one-line description naming the artifact."""
+    state = lock_state(root)
+    problems, skipped = list(state.problems), []
+
+    def unchecked(name: str, err: VitheoryError) -> bool:
+        if _absent(str(err), root, state.absent):
+            skipped.append(name)
+            return True
+        return False
+
     params = load_params(root / DEFAULT_PATH)
     for check in (check for package in PACKAGES for check in package.checks):
         try:
             problems += check(root)
         except VitheoryError as err:  # already names the file and the stage to rerun
-            problems.append(str(err))
+            if not unchecked(check.__name__, err):
+                problems.append(str(err))
         except (OSError, KeyError, ValueError, TypeError) as err:
             problems.append(f"{check.__name__}: an artifact lacks what it should hold ({err!r}); run `dvc repro`")
     try:
         stored = {c["id"]: c for c in read_json(root / artifact("claims"))["claims"]}
     except VitheoryError as err:
-        return [], problems + [str(err)]
+        return [], problems + [str(err)], state, skipped
     rows = []
     for paper in PAPERS:
         for claim in paper.claims:
             try:
                 record = evaluate(claim, paper.key, root, interval_settings(params))
             except (VitheoryError, KeyError) as err:
-                problems.append(f"{claim.id}: cannot be measured: {err}")
+                if not (isinstance(err, VitheoryError) and unchecked(claim.id, err)):
+                    problems.append(f"{claim.id}: cannot be measured: {err}")
                 continue
             agrees = claim.id in stored and same(record, stored[claim.id])
             if not agrees:
                 problems.append(f"{claim.id}: {artifact('claims')} does not match the artifacts; "
                                 "run `dvc repro report`")
             rows.append({"claim": claim.id, "record": record, "agrees": agrees})
-    return rows, problems
+    return rows, problems, state, skipped
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
@@ -150,15 +253,17 @@ def disagreements(record: dict[str, Any], other: dict[str, Any], revision: str) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m vitheory.verify", description=__doc__.split("\n\n")[0],
+                                     epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--against", metavar="REV", help="git revision whose committed claims a rerun must match")
     parser.add_argument("--strict", action="store_true",
                         help="exit 1 when everything is consistent but some claim does not hold or is inconclusive")
     args = parser.parse_args(argv)
-    rows, problems = verify()
+    root = Path(".")
+    rows, problems, state, skipped = verify(root)
     if args.against:
         try:
-            other = committed_claims(Path("."), args.against)
+            other = committed_claims(root, args.against)
         except VitheoryError as err:
             other, problems = {}, problems + [str(err)]
         for row in rows if other else []:
@@ -173,16 +278,25 @@ def main(argv: list[str] | None = None) -> int:
     for problem in problems:
         print(f"problem: {problem}")
     if problems:
-        return 2
+        if state.unbuilt:
+            print(not_built_line(root, state, skipped))
+        print(f"inconsistent: {len(problems)} problems (exit code {INCONSISTENT})")
+        return INCONSISTENT
     if args.against:
         print(f"verified; every verdict and number agrees with {args.against} within its tolerance")
-        return 0
+    if state.unbuilt:
+        print(f"consistent: what git holds; the {len(rows)} claims, re-evaluated from reports/, agree with "
+              f"{artifact('claims')}")
+        print(not_built_line(root, state, skipped))
+        return NOT_BUILT
+    if args.against:
+        return CONSISTENT
     failed = [f"{row['claim']} ({row['record']['verdict']})" for row in rows if row["record"]["verdict"] != HOLDS]
     if failed:
         print(f"verified: consistent; claims that do not hold or are inconclusive: {', '.join(failed)}")
-        return 1 if args.strict else 0
+        return STRICT_FAILED if args.strict else CONSISTENT
     print("verified: consistent; every claim holds")
-    return 0
+    return CONSISTENT
 
 
 if __name__ == "__main__":
