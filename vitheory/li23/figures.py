@@ -12,7 +12,7 @@ from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
 from vitheory.core import history
 from vitheory.core.artifacts import read_json
-from vitheory.core.figures import read_frame, save_figure
+from vitheory.core.figures import model_colour, read_frame, save_figure
 from vitheory.core.paths import artifact, runs
 from vitheory.li23 import phase, sparsify, token_keeping
 from vitheory.li23.phase import by_alpha
@@ -94,7 +94,7 @@ def scaling_figure(summary: dict, grid: str) -> plt.Figure:
             points = table[(table.model == model) & (table.quantity == quantity)]
             censored = f", {len(fit['n_min_censored'])} censored" if key == "n_min" and fit["n_min_censored"] else ""
             text = "no fit" if exponent is None else f"exponent {exponent:.2f}{censored}"
-            ax.plot(points["1/alpha*"], points.value, marker="o", label=f"{model}: {text}")
+            ax.plot(points["1/alpha*"], points.value, marker="o", color=model_colour(model), label=f"{model}: {text}")
         ax.set(xscale="log", yscale="log", xlabel="1 / alpha*", ylabel=label)
         ax.set_xticks(sorted(set(table["1/alpha*"])))
         ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
