@@ -1,0 +1,164 @@
+"""The figures read the same everywhere (../shared/STYLE.md): each model keeps one colour in every panel
+and every figure, pk_lesion draws one bar per branch (not per seed row) with labels that do not overlap,
+and real_accuracy, whose axis does not start at 0, draws points, not bars. Each figure is rendered from
+small synthetic long-form tables and read back from its matplotlib objects."""
+
+import itertools
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.collections import LineCollection  # noqa: E402
+from matplotlib.colors import to_rgb  # noqa: E402
+from matplotlib.container import ErrorbarContainer  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+
+from vitheory.core.figures import MODEL_COLOURS, model_colour, set_theme  # noqa: E402
+from vitheory.jsl22 import figures as jsl  # noqa: E402
+from vitheory.pk22 import figures as pk  # noqa: E402
+
+RNG_SEED = 0
+SEEDS = (0, 1, 2)
+LABELS = {**pk.PK_MODELS, **jsl.REAL_MODELS}  # one label per model name in both papers
+
+
+def hessian_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """pk_analysis's Hessian tables for every [PK22] model: the top eigenvalues and both ends per
+    (seed, mini-batch), and a density of a few nodes per probe."""
+    rng = np.random.default_rng(RNG_SEED)
+    ends, nodes = [], []
+    for model, seed, batch in itertools.product(pk.PK_MODELS, SEEDS, (0, 1)):
+        ends += [(model, seed, batch, "top", rank, value) for rank, value in enumerate(rng.normal(10, 5, 5))]
+        ends += [(model, seed, batch, "min", 0, -rng.uniform(0, 5)), (model, seed, batch, "max", 0, rng.uniform(5, 50))]
+        nodes += [(model, seed, batch, probe, node, value, 0.25)
+                  for probe in (-1, 0) for node, value in enumerate(rng.normal(0, 5, 4))]
+    return (pd.DataFrame(ends, columns=["model", "seed", "batch", "which", "rank", "eigenvalue"]),
+            pd.DataFrame(nodes, columns=["model", "seed", "batch", "probe", "node", "eigenvalue", "weight"]))
+
+
+# (stage, position, kind) of every branch lesion.py removes: AlterNet of two stages whose second closes with
+# attention (its downsampling block 0 left out), and a ViT of depth 2, attention and MLP in each block
+LESIONED = {"alternet": [(0, 0, "conv"), (0, 1, "conv"), (1, 1, "conv"), (1, 2, "msa")],
+            "vit": [(0, block, kind) for block in (0, 1) for kind in ("msa", "mlp")]}
+
+
+def lesion_table() -> pd.DataFrame:
+    rng = np.random.default_rng(RNG_SEED)
+    return pd.DataFrame([(model, seed, index, kind, stage, position, rng.uniform(0, 0.8))
+                         for model, branches in LESIONED.items() for seed in SEEDS
+                         for index, (stage, position, kind) in enumerate(branches)],
+                        columns=["model", "seed", "index", "kind", "stage", "position", "accuracy_drop"])
+
+
+def real_table() -> pd.DataFrame:
+    rng = np.random.default_rng(RNG_SEED)
+    return pd.DataFrame([(model, pixels, seed, rng.uniform(0.7, 0.95))
+                         for model in jsl.REAL_MODELS for pixels in ("natural", "permuted") for seed in SEEDS],
+                        columns=["model", "pixels", "seed", "test_accuracy"])
+
+
+def handle_colour(handle) -> tuple[float, float, float]:
+    """The colour a legend handle or a plotted artist shows its model in."""
+    if isinstance(handle, ErrorbarContainer):
+        handle = handle.lines[0]
+    if isinstance(handle, Line2D):
+        return to_rgb(handle.get_markerfacecolor() if handle.get_linestyle() == "None" else handle.get_color())
+    colours = handle.get_facecolor() if len(handle.get_facecolor()) else handle.get_edgecolor()
+    return to_rgb(np.atleast_2d(colours)[0])
+
+
+def model_colours(fig: plt.Figure) -> dict[str, set]:
+    """Each model label to the colours every legend entry and labelled line of `fig` gives it; a label
+    that is a model's, or starts with one and a colon (pk_hessian's 'ViT: NEP 0.03, APE 52.6')."""
+    found: dict[str, set] = {}
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        entries = [] if legend is None else list(zip(legend.legend_handles, (t.get_text() for t in legend.texts)))
+        entries += [(line, line.get_label()) for line in ax.lines]
+        for handle, text in entries:
+            model = text.split(":")[0]
+            if model in LABELS.values():
+                found.setdefault(model, set()).add(handle_colour(handle))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def theme():
+    with matplotlib.rc_context():  # the render stage's theme, undone for the tests after these
+        set_theme("notebook")
+        yield
+    plt.close("all")
+
+
+def test_pk_hessian_gives_each_model_one_colour_in_every_panel(tmp_path):
+    fig = pk.pk_hessian_figure(*hessian_tables())
+    fig.savefig(tmp_path / "pk_hessian.png")
+    found = model_colours(fig)
+    assert set(found) == set(pk.PK_MODELS.values()), f"models drawn: {sorted(found)}"
+    assert all(len(colours) == 1 for colours in found.values()), \
+        f"a model drawn in several colours across the panels: {found}"
+    assert len({colour for colours in found.values() for colour in colours}) == len(found), \
+        f"two models share a colour: {found}"
+
+
+def test_models_keep_their_colour_from_figure_to_figure(tmp_path):
+    figures = {"pk_hessian": pk.pk_hessian_figure(*hessian_tables()),
+               "real_accuracy": jsl.real_accuracy_figure(real_table())}
+    for name, fig in figures.items():
+        fig.savefig(tmp_path / f"{name}.png")
+    labels = {label: model for model, label in LABELS.items()}
+    for name, fig in figures.items():
+        for label, colours in model_colours(fig).items():
+            assert colours == {to_rgb(model_colour(labels[label]))}, \
+                f"{name}: {label} drawn in {colours}, not its MODEL_COLOURS colour"
+
+
+def test_model_colours_tell_every_model_apart():
+    assert len(set(MODEL_COLOURS.values())) == len(MODEL_COLOURS)
+    with pytest.raises(ValueError, match="MODEL_COLOURS"):
+        model_colour("resnet")
+
+
+def test_pk_lesion_draws_one_bar_per_branch_with_its_seeds_as_dots(tmp_path):
+    table = lesion_table()
+    fig = pk.pk_lesion_figure(table)
+    fig.savefig(tmp_path / "pk_lesion.png")
+    renderer = fig.canvas.get_renderer()
+    for ax, model in zip(fig.axes, ("alternet", "vit")):
+        mine = table[table.model == model]
+        bars = [patch for patch in ax.patches if isinstance(patch, Rectangle) and patch.get_height() > 0]
+        assert len(bars) == len(LESIONED[model]), f"{model}: {len(bars)} bars for {len(LESIONED[model])} branches"
+        labels = [label.get_text() for label in ax.get_xticklabels()]
+        expected = [pk.branch_label(model, *branch) for branch in LESIONED[model]]
+        assert labels == expected, f"{model}: bars {labels}"
+        means = mine.groupby(["stage", "position", "kind"], sort=False).accuracy_drop.mean()
+        assert sorted(bar.get_height() for bar in bars) == pytest.approx(sorted(means))
+        dots = sum(len(collection.get_offsets()) for collection in ax.collections)
+        assert dots == len(mine), f"{model}: {dots} dots for {len(mine)} seed rows"
+        boxes = [label.get_window_extent(renderer) for label in ax.get_xticklabels()]
+        assert not any(a.overlaps(b) for a, b in itertools.combinations(boxes, 2)), f"{model}: tick labels overlap"
+
+
+def test_real_accuracy_draws_points_with_the_claims_floors(tmp_path):
+    runs = real_table()
+    fig = jsl.real_accuracy_figure(runs, vit_loss_margin=0.03, positional_margin=0.05)
+    fig.savefig(tmp_path / "real_accuracy.png")
+    ax = fig.axes[0]
+    assert not [patch for patch in ax.patches if isinstance(patch, Rectangle)], \
+        "bars on an axis that need not start at 0"
+    points = [container for container in ax.containers if isinstance(container, ErrorbarContainer)]
+    colours = [handle_colour(container) for container in points]
+    pairs = runs[["model", "pixels"]].drop_duplicates()
+    assert len(points) == len(pairs), f"{len(points)} points for {len(pairs)} (model, pixels) pairs"
+    assert sorted(colours) == sorted(to_rgb(model_colour(model)) for model in pairs.model), \
+        "each (model, pixels) point in its model's colour"
+    natural_vit = runs[(runs.model == "vit") & (runs.pixels == "natural")].test_accuracy.mean()
+    floors = {line.get_label().split(" ")[0]: line.get_segments()[0][0][1]
+              for line in ax.collections if isinstance(line, LineCollection) and line.get_label().startswith("JSL")}
+    assert floors == pytest.approx({"JSL-5": natural_vit - 0.03, "JSL-6": natural_vit - 0.05})
