@@ -16,7 +16,7 @@ import torch
 
 from vitheory import CPU_NUMERICS
 from vitheory.core.artifacts import read_json
-from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, INTERVAL_METHOD, IntervalSettings, evaluate
+from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, KINDS, IntervalSettings, evaluate
 from vitheory.core.config import ParamsView, as_dict
 from vitheory.core.paths import outputs, stages
 from vitheory.images.params import dataset_named
@@ -48,6 +48,28 @@ def _source(check: dict[str, Any]) -> str:
 
 def _units(check: dict[str, Any]) -> str:
     return ", ".join(f"{group} {n}" for group, n in check["units"].items()) or "none (no spread)"
+
+
+def method_text(check: dict[str, Any]) -> str:
+    """The interval's method, its coverage where it is not the nominal one, and a paired test's p-values."""
+    said = check["method"]
+    if check["kind"] in ("share", "median") and check["coverage"] is not None:
+        said += f", {'at least ' if check['kind'] == 'share' else ''}{check['coverage']:.2%} coverage"
+    if "p_values" in check:
+        p = check["p_values"]
+        said += f"; p (greater) {fmt(p['greater'])}, p (smaller) {fmt(p['smaller'])}"
+    return said
+
+
+def power_line(criterion: str, check: dict[str, Any]) -> str | None:
+    """For a criterion that decides nothing: the seeds its test would need at the measured effect and spread."""
+    if check["verdict"] != INCONCLUSIVE:
+        return None
+    needed = check.get("seeds_needed")
+    if needed is None:
+        return (f"`{criterion}`: no number of seeds can be planned from this run (no effect or no spread "
+                "measured, or the quantity could not be measured)")
+    return f"`{criterion}`: about {needed} seeds per group would decide it at the measured effect and spread"
 
 
 def regime_label(params: ParamsView) -> str:
@@ -83,17 +105,21 @@ def claim_section(record: dict[str, Any], regime: str, confidence: float) -> lis
              f"*Measured:* {record['metric']}. Independent units: "
              + ", ".join(f"{group} ({n})" for group, n in record["units"].items() if group != "settings")
              + f"; each criterion's {confidence:.0%} interval takes its standard error from the units that move it.",
-             "", "| setting | criterion | value | interval | units (df) | margin | verdict |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+             "", "| setting | criterion | value | interval | method | units (df) | margin | verdict |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for setting, judged in {"this run": record, **record["variants"]}.items():
         for kind, checks in (("", judged["criteria"]), ("condition: ", judged["conditions"])):
             for criterion, check in checks.items():
                 quantity = criterion.split()[0]
                 df = "" if check["df"] is None else f" ({check['df']:.1f})"
                 lines.append(f"| {setting} | {kind}{criterion} | {fmt(judged['measured'][quantity])} | "
-                             f"{interval_text(check['interval'])} | {_units(check)}{df} | {fmt(check['margin'])} | "
-                             f"{check['verdict']} |")
-        lines.append(f"| {setting} | **claim** | | | | | **{judged['verdict']}** |")
+                             f"{interval_text(check['interval'])} | {method_text(check)} | {_units(check)}{df} | "
+                             f"{fmt(check['margin'])} | {check['verdict']} |")
+        lines.append(f"| {setting} | **claim** | | | | | | **{judged['verdict']}** |")
+    power = [line for kind, checks in (("", record["criteria"]), ("condition: ", record["conditions"]))
+             for criterion, check in checks.items() if (line := power_line(f"{kind}{criterion}", check))]
+    if power:
+        lines += ["", "Seeds to decide (power 0.8, this run's effect and spread):", ""] + [f"- {p}" for p in power]
     lines += ["", "Where each threshold comes from:", ""]
     lines += [f"- `{kind}{criterion}`: {check['source']}"
               for kind, checks in (("", record["criteria"]), ("condition: ", record["conditions"]))
@@ -174,8 +200,9 @@ def render_report(records: list[dict[str, Any]], params: ParamsView, params_text
              "measured numbers, never written by hand. A criterion holds when its whole "
              f"{params.report.confidence:.0%} interval lies on the threshold's side, does not hold when it lies "
              "wholly on the other, and is inconclusive when it straddles the threshold; a claim holds when all "
-             f"its criteria do. Intervals: {INTERVAL_METHOD} (seeds are the units; what is measured inside a "
-             "seed, its mini-batches or blocks, is averaged inside it). Each threshold says whether it is the "
+             f"its criteria do. Each criterion's interval is the one made for its kind of quantity (seeds are the "
+             "units; what is measured inside a seed, its mini-batches or blocks, is averaged inside it): "
+             + "; ".join(f"{name}: {text}" for name, text in KINDS.values()) + ". Each threshold says whether it is the "
              "paper's (a theorem, figure or sentence, often only a direction) or ours (with the reason), in the "
              "source column and in each claim's section.", "",
              f"**Of {len(records)} claims, {counts[HOLDS]} hold, {counts[FAILS]} do not hold and "

@@ -8,7 +8,8 @@ import pytest
 from scipy import stats
 
 from vitheory.core.artifacts import write_json, write_table
-from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, Criterion, IntervalSettings, claim_verdict, evaluate
+from vitheory.core.claims import (FAILS, HOLDS, INCONCLUSIVE, MEAN, MEDIAN, PAIRED, SHARE, Criterion, IntervalSettings,
+                                  claim_verdict, evaluate)
 from vitheory.core.errors import ArtifactError
 from vitheory.core.paths import artifact
 from vitheory.li23 import token_keeping
@@ -45,12 +46,11 @@ def test_li3_verdict_follows_the_numbers(tmp_path, initial, finals, verdict):
     assert record["measured"]["final"] == pytest.approx(sum(finals) / len(finals))
     assert record["units"] == {"seeds": 3, "settings": 1}
     final = record["criteria"]["final >= 0.9"]
-    # the jackknife's interval of a mean over seeds is Student-t's, with n - 1 degrees of freedom; at 3
-    # seeds it is wider than the bootstrap's, which stays inside the seeds' range
+    # a mean over seeds takes Student-t's interval, with n - 1 degrees of freedom, inside [0, 1]
+    assert final["kind"] == "mean" and final["method"] == "Student-t"
     if len(set(finals)) > 1:
         t_interval = list(stats.t.interval(0.95, 2, loc=sum(finals) / 3, scale=stats.sem(finals)))
-        assert final["jackknife_t"] == pytest.approx(t_interval) and final["interval"] == pytest.approx(t_interval)
-        assert min(finals) - 1e-12 <= final["bootstrap"][0] <= final["bootstrap"][1] <= max(finals) + 1e-12
+        assert final["interval"] == pytest.approx([t_interval[0], min(t_interval[1], 1.0)])
         assert final["units"] == {"seeds": 3} and final["df"] == pytest.approx(2)
     else:
         assert final["interval"] == pytest.approx([finals[0]] * 2) and final["df"] is None
@@ -71,15 +71,27 @@ def test_missing_metrics_name_the_stage(tmp_path):
 
 
 def _ours(quantity, op, threshold):
-    return Criterion(quantity, op, threshold, "ours: a test")
+    return Criterion(quantity, op, threshold, "ours: a test", MEAN)
 
 
 def test_a_criterion_names_its_threshold_source():
     assert _ours("x", ">", 0.0).source == "ours: a test"
-    assert Criterion("x", ">", 0.0, "paper: [LI23] Fig. 2").source == "paper: [LI23] Fig. 2"
+    assert Criterion("x", ">", 0.0, "paper: [LI23] Fig. 2", MEAN).source == "paper: [LI23] Fig. 2"
     for bad in ("", "ours:", "Theorem 1", "ours:  "):
         with pytest.raises(ValueError, match="its source must say"):
-            Criterion("x", ">", 0.0, bad)
+            Criterion("x", ">", 0.0, bad, MEAN)
+
+
+def test_a_criterion_declares_a_kind_and_the_units_it_needs():
+    with pytest.raises(ValueError, match="kind 'average' is none of"):
+        Criterion("x", ">", 0.0, "ours: a test", "average")
+    for kind in (SHARE, MEDIAN, PAIRED):
+        with pytest.raises(ValueError, match="names the group"):
+            Criterion("x", ">", 0.0, "ours: a test", kind)
+    with pytest.raises(ValueError, match="takes no group"):
+        Criterion("x", ">", 0.0, "ours: a test", MEAN, group="seeds")
+    with pytest.raises(ValueError, match="smallest effect is positive and names its source"):
+        Criterion("x", ">", 0.0, "ours: a test", MEAN, smallest_effect=0.01)
 
 
 def test_criterion_operators_margins_and_verdicts():
@@ -95,6 +107,9 @@ def test_criterion_operators_margins_and_verdicts():
     assert above.verdict(-0.5, (-0.9, -0.1)) == FAILS
     assert above.verdict(None, (None, None)) == INCONCLUSIVE  # could not be measured
     assert above.verdict(0.02, (1e-16, 0.04)) == INCONCLUSIVE  # an interval that touches 0 by rounding
+    small = Criterion("x", ">", 0.0, "ours: a test", MEAN, smallest_effect=0.05, smallest_effect_source="ours: a test")
+    assert small.verdict(0.01, (-0.02, 0.04)) == FAILS  # wholly within the smallest effect of interest
+    assert small.verdict(0.01, (-0.02, 0.06)) == INCONCLUSIVE
     assert claim_verdict([HOLDS, HOLDS]) == HOLDS
     assert claim_verdict([HOLDS, INCONCLUSIVE]) == INCONCLUSIVE
     assert claim_verdict([INCONCLUSIVE, FAILS]) == FAILS

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from vitheory.core.artifacts import read_json, read_table
-from vitheory.core.claims import Claim, Criterion, Measured, Paper, Samples, Variant
+from vitheory.core.claims import MEAN, MEDIAN, SHARE, STEP, Claim, Criterion, Measured, Paper, Samples, Variant
 from vitheory.core.errors import ArtifactError
 from vitheory.core.figures import figure_path
 from vitheory.core.paths import artifact, run_name, runs
@@ -168,8 +169,12 @@ def _jsl4_statistics(samples: Samples) -> Measured:
     target = samples["settings"][0]["target"]
     finetune, scratch = (samples_needed(runs, method, target) for method in ("finetune", "scratch"))
     reached = finetune > 0
-    # scratch never reaching the target in the grid (-1) counts as needing infinitely many samples
-    ratio = (finetune / scratch if scratch > 0 else 0.0) if reached else None
+    # a method never reaching the target in the grid (-1) is censored: it needs more samples than any n in the
+    # grid, ordered at infinity; the ratio is undefined only when neither method reaches it
+    if reached:
+        ratio = finetune / scratch if scratch > 0 else 0.0
+    else:
+        ratio = math.inf if scratch > 0 else None
     return {"finetune_n_needed": finetune, "scratch_n_needed": scratch, "finetune_reaches_target": float(reached),
             "finetune_over_scratch": ratio,
             "diverged_runs": sum(run["diverged"] for unit in samples["seeds"] for run in unit)}
@@ -229,10 +234,10 @@ PAPER = Paper(
             metric="median over seeds of the test 0-1 error of the ViT and of the linear model phi(sum_j <w_j, X_j>)",
             criteria=(Criterion("vit_test_error", "<=", 0.05,
                                 ("ours: the paper says 'small test error' without a number; 5% is well under the "
-                                 "linear model's 1/8 floor and chance's 50%")),
+                                 "linear model's 1/8 floor and chance's 50%"), MEDIAN, group="vit", bounds=(0.0, 1.0)),
                       Criterion("glm_test_error", ">=", 0.125,
                                 ("paper: [JSL22] Theorem 3.1: a generalized linear model g has "
-                                 "Pr[f*(X) g(X) <= 0] >= 1/8"))),
+                                 "Pr[f*(X) g(X) <= 0] >= 1/8"), MEDIAN, group="glm", bounds=(0.0, 1.0))),
             evidence=(figure_path(figures.SPATIAL_TRAINING), artifact("spatial_metrics")),
             samples=_spatial_samples(),
             statistics=_jsl1_statistics,
@@ -251,10 +256,10 @@ PAPER = Paper(
             criteria=(Criterion("seeds_meeting_definition", ">=", 0.5,
                                 ("ours: Definition 2.2 is the paper's and asks it of every patch (share 1); that it "
                                  "holds in at least half the seeds is our reading of the theorem's 'with high "
-                                 "probability'")),
+                                 "probability'"), SHARE, group="vit"),
                       Criterion("initial_exact_minus_chance", "<=", 0.1,
                                 ("ours: association must start about chance (paper Fig. 1a: initial P^T P random), "
-                                 "so it is learned; the 0.1 margin is ours"))),
+                                 "so it is learned; the 0.1 margin is ours"), MEDIAN, group="vit_initial", bounds=(-1.0, 1.0))),
             evidence=(figure_path(figures.ASSOCIATION), figure_path(figures.SPATIAL_TRAINING),
                       artifact("spatial_metrics")),
             samples=_spatial_samples(),
@@ -273,22 +278,22 @@ PAPER = Paper(
                     "data of the control's size, where association is present, as the measure's positive control"),
             criteria=(Criterion("vit_test_error", "<=", 0.10,
                                 ("paper: [JSL22] Fig. 2: the ViT's test error on the convolution-labelled Gaussian "
-                                 "data falls below 10% within 1000 GD steps")),
+                                 "data falls below 10% within 1000 GD steps"), MEDIAN, group="vit", bounds=(0.0, 1.0)),
                       Criterion("vit_minus_glm_test_error", "<", 0.0,
                                 ("ours: control we added: the ViT must beat the linear model, so its small error is "
-                                 "not one a linear fit also reaches")),
+                                 "not one a linear fit also reaches"), STEP, bounds=(-1.0, 1.0)),
                       Criterion("exact_minus_chance", "<=", 0.1,
                                 ("ours: paper Sec. 2, Fig. 2: the positional scores 'do not match the convolution "
-                                 "pattern'; on the attention map the student uses, within 0.1 of chance"))),
+                                 "pattern'; on the attention map the student uses, within 0.1 of chance"), MEDIAN, group="vit", bounds=(-1.0, 1.0))),
             # a student that cannot fit the teacher's own training labels cannot show the claim either way,
             # and a measure that reads no association where it is present says nothing by reading none here
             conditions=(Criterion("vit_train_error", "<=", 0.10,
                                   ("ours: the student must fit its training labels before 'no association' means "
-                                   "anything; 10% matches Fig. 2's test error bar")),
+                                   "anything; 10% matches Fig. 2's test error bar"), MEDIAN, group="vit", bounds=(0.0, 1.0)),
                         Criterion("positive_control_exact_minus_chance", ">=", 0.1,
                                   ("ours: on the Assumption-1 data the same student's attention map must show "
                                    "association (0.1 above chance, the margin the criterion allows), or none "
-                                   "on the control says nothing"))),
+                                   "on the control says nothing"), MEDIAN, group="positive", bounds=(-1.0, 1.0))),
             evidence=(artifact("control_metrics"),),
             samples=_jsl3_samples,
             statistics=_jsl3_statistics,
@@ -302,10 +307,10 @@ PAPER = Paper(
                     "fine-tuned (attention frozen, fresh readout) over from scratch"),
             criteria=(Criterion("finetune_reaches_target", ">=", 1.0,
                                 ("ours: fine-tuning must reach our target test error (5%, transfer.target_error) "
-                                 "within the n grid, or there is no count to compare")),
+                                 "within the n grid, or there is no count to compare"), STEP, bounds=(0.0, 1.0)),
                       Criterion("finetune_over_scratch", "<=", 0.25,
                                 ("ours: Theorem 5.1 says fine-tuning is sample-efficient but gives no ratio; at most "
-                                 "1/4 of scratch's samples is our margin"))),
+                                 "1/4 of scratch's samples is our margin"), STEP, bounds=(0.0, math.inf))),
             evidence=(figure_path(figures.TRANSFER), artifact("transfer_runs"), artifact("transfer_metrics")),
             samples=_jsl4_samples,
             statistics=_jsl4_statistics,
@@ -322,17 +327,17 @@ PAPER = Paper(
                     "shuffles), mean over seeds; the natural-image ViT is the positive control"),
             criteria=(Criterion("vit_loss", "<=", 0.03,
                                 ("ours: 'keeps its accuracy' (paper Fig. 5) read as losing at most 3 points to the "
-                                 "permutation, a margin for seed noise")),
+                                 "permutation, a margin for seed noise"), MEAN, bounds=(-1.0, 1.0)),
                       Criterion("cnn_loss_minus_vit_loss", ">", 0.0,
                                 ("paper: [JSL22] Sec. 6, Fig. 5: on permuted CIFAR-100 pixels ViTs learn the "
-                                 "structure 'in contrast to CNNs'; the CNN loses more, the sign")),
+                                 "structure 'in contrast to CNNs'; the CNN loses more, the sign"), MEAN, bounds=(-2.0, 2.0)),
                       Criterion("permuted_structure_over_null", ">", 0.0,
                                 ("ours: 'learns the permuted structure' has no number in the paper; the final "
-                                 "score above its null (shuffled encodings) over the seeds' interval"))),
+                                 "score above its null (shuffled encodings) over the seeds' interval"), MEAN, bounds=(-2.0, 2.0))),
             # the positive control: the score must see the structure the natural-image ViT surely learned
             conditions=(Criterion("natural_structure_over_null", ">", 0.0,
                                   ("ours: the positive control, the natural-image ViT's score above its null, or a "
-                                   "failing permuted score says nothing")),),
+                                   "failing permuted score says nothing"), MEAN, bounds=(-2.0, 2.0)),),
             evidence=(figure_path(figures.REAL_ACCURACY), figure_path(figures.POSITIONAL_MAPS),
                       artifact("real_metrics")),
             samples=_real_samples,
@@ -346,7 +351,7 @@ PAPER = Paper(
             metric="mean test accuracy over seeds of the positional-attention and the vanilla ViT, natural images",
             criteria=(Criterion("positional_minus_vanilla", ">=", -0.03,
                                 ("ours: 'competitive with the vanilla ViT' (paper Figs. 6-7) read as at most 3 "
-                                 "points below it in mean test accuracy")),),
+                                 "points below it in mean test accuracy"), MEAN, bounds=(-1.0, 1.0)),),
             evidence=(figure_path(figures.REAL_ACCURACY), artifact("real_metrics")),
             samples=_real_samples,
             statistics=_jsl6_statistics,

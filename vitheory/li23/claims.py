@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from vitheory.core.artifacts import read_json, read_table
-from vitheory.core.claims import Claim, Criterion, Measured, Paper, Samples, Variant
+from vitheory.core.claims import LOG, MEAN, PAIRED, SHARE, STEP, Claim, Criterion, Measured, Paper, Samples, Variant
 from vitheory.core.figures import figure_path
 from vitheory.core.paths import artifact
 from vitheory.images.params import training_regime
@@ -222,13 +222,13 @@ PAPER = Paper(
                     "the direction, at the grid's largest N in the fit (a lower bound then)"),
             criteria=(Criterion("vit_n_min_falls_as_alpha_grows", ">=", 1.0,
                                 ("paper: [LI23] abstract: the sample complexity is 'positively correlated with the "
-                                 "inverse of the fraction of label-relevant tokens'; the direction")),
+                                 "inverse of the fraction of label-relevant tokens'; the direction"), STEP, bounds=(0.0, 1.0)),
                       Criterion("cnn_needs_more_samples_at_smallest_alpha", ">=", 1.0,
                                 ("paper: [LI23] Fig. 1 (as docs/SCIENCE.md reads it): the CNN (b) needs more samples than "
-                                 "the ViT (a); the direction, at the smallest alpha*"))),
+                                 "the ViT (a); the direction, at the smallest alpha*"), STEP, bounds=(0.0, 1.0))),
             conditions=(Criterion("vit_grid_brackets_transition", ">=", 1.0,
                                   ("ours: N_min is evidence only where it is reached and above the grid's floor at "
-                                   "every alpha*, not set by the grid's ends")),),
+                                   "every alpha*, not set by the grid's ends"), STEP, bounds=(0.0, 1.0)),),
             variants=(Variant("wide grid", _phase_samples("wide")),),
             evidence=(*(figure_path(figures.phase_figure(name, grid)) for grid in ("default", "wide")
                         for name in (figures.PHASE_DIAGRAM, figures.SCALING)), artifact("phase_metrics")),
@@ -246,10 +246,10 @@ PAPER = Paper(
                     "described beside Theorem 1's 1, not tested"),
             criteria=(Criterion("vit_steps_fall_as_alpha_grows", ">=", 1.0,
                                 ("paper: [LI23] Theorem 1 (as docs/SCIENCE.md reads it): the iterations needed grow as "
-                                 "alpha* shrinks; the direction")),),
+                                 "alpha* shrinks; the direction"), STEP, bounds=(0.0, 1.0)),),
             conditions=(Criterion("vit_least_share_reaching_zero_test_error", ">=", 0.5,
                                   ("ours: mean steps count only seeds reaching zero test error; at least half must, "
-                                   "or the mean rests on a selected few")),),
+                                   "or the mean rests on a selected few"), SHARE, group="vit"),),
             variants=(Variant("wide grid", _phase_samples("wide")),),
             evidence=(*(figure_path(figures.phase_figure(figures.SCALING, grid)) for grid in ("default", "wide")),
                       artifact("phase_metrics")),
@@ -266,13 +266,13 @@ PAPER = Paper(
                     "label-relevant tokens, at initialisation and after training, mean over seeds"),
             criteria=(Criterion("final", ">=", 0.9,
                                 ("ours: the paper has the mass rise towards 1 (Fig. 2a); 0.9 is our reading of "
-                                 "'near 1', leaving room for noisy queries")),
+                                 "'near 1', leaving room for noisy queries"), MEAN, bounds=(0.0, 1.0)),
                       Criterion("final_over_initial", ">=", 3.0,
                                 ("ours: a rise of at least 3x from initialisation, so concentration is learned, not "
-                                 "a small drift; the magnitude is ours")),
+                                 "a small drift; the magnitude is ours"), LOG),
                       Criterion("initial_over_uniform", "<=", 1.5,
                                 ("ours: attention must start about uniform (within 1.5x), so the rise is SGD's "
-                                 "doing, not the initialisation's"))),
+                                 "doing, not the initialisation's"), LOG)),
             evidence=(figure_path(figures.ATTENTION), figure_path(figures.TRAINING), artifact("li_vit_metrics")),
             samples=_li3_samples,
             statistics=_li3_statistics,
@@ -288,19 +288,19 @@ PAPER = Paper(
                     "alike, and compared with as many removed at random"),
             criteria=(Criterion("irrelevant_minus_none", "<", 0.0,
                                 ("paper: [LI23] Fig. 2b and abstract: removing label-irrelevant tokens (raising "
-                                 "alpha*) lowers the test loss; the sign")),
+                                 "alpha*) lowers the test loss; the sign"), PAIRED, group="seeds"),
                       Criterion("noisiest_minus_none", "<", 0.0,
                                 ("paper: [LI23] Fig. 2b and abstract: removing noisy tokens (lowering tau) lowers "
-                                 "the test loss; the sign")),
+                                 "the test loss; the sign"), PAIRED, group="seeds"),
                       Criterion("noisiest_minus_random", "<", 0.0,
                                 ("ours: control we added: the noisiest must beat as many removed at random, so the "
-                                 "gain is from lower tau, not fewer tokens")),
+                                 "gain is from lower tau, not fewer tokens"), PAIRED, group="seeds"),
                       Criterion("confusion_minus_none", "<", 0.0,
                                 ("paper: [LI23] Fig. 2b and abstract ('including spurious correlations'): removing "
-                                 "confusion tokens lowers the test loss; the sign")),
+                                 "confusion tokens lowers the test loss; the sign"), PAIRED, group="seeds"),
                       Criterion("relevant_minus_none", ">", 0.0,
                                 ("paper: [LI23] Fig. 2b (as docs/SCIENCE.md reads it): removing label-relevant tokens "
-                                 "raises the test loss; the sign"))),
+                                 "raises the test loss; the sign"), PAIRED, group="seeds")),
             evidence=(figure_path(figures.SPARSIFY), artifact("sparsify_runs")),
             samples=_li4_samples,
             statistics=_li4_statistics,
@@ -320,16 +320,16 @@ PAPER = Paper(
                     "attended token removed (the marker's token removed by an oracle: a reference); mean over seeds"),
             criteria=(Criterion("best_attention_minus_full", ">=", 0.0,
                                 ("paper: [LI23] abstract: 'a proper token sparsification can improve the test "
-                                 "performance'; at some k it keeps or improves, no margin")),
+                                 "performance'; at some k it keeps or improves, no margin"), MEAN, bounds=(-1.0, 1.0)),
                       Criterion("best_attention_minus_random", ">", 0.0,
                                 ("ours: control we added: there, attention must pick better tokens than chance, or "
-                                 "the result is not attention's guidance")),
+                                 "the result is not attention's guidance"), MEAN, bounds=(-1.0, 1.0)),
                       Criterion("best_attention_minus_lowest", ">", 0.0,
                                 ("ours: control we added: there, the most attended must beat the least attended, so "
-                                 "the attention ranking carries information")),
+                                 "the attention ranking carries information"), MEAN, bounds=(-1.0, 1.0)),
                       Criterion("spurious_attention_removal_gain", ">=", 0.0,
                                 ("paper: [LI23] abstract: sparsification can improve test performance by removing "
-                                 "tokens 'including spurious correlations'; attention's own choice, no margin"))),
+                                 "tokens 'including spurious correlations'; attention's own choice, no margin"), PAIRED, group="seeds")),
             evidence=(figure_path(figures.SPARSIFY_REAL), artifact("sparsify_real_runs"),
                       artifact("sparsify_real_metrics")),
             samples=_li5_samples,

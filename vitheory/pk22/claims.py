@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from vitheory.core.artifacts import read_table
-from vitheory.core.claims import Claim, Criterion, Measured, Paper, Samples, Variant
+from vitheory.core.claims import MEAN, PAIRED, Claim, Criterion, Measured, Paper, Samples, Variant
 from vitheory.core.figures import figure_path
 from vitheory.core.paths import artifact
 from vitheory.images.params import dataset_named
@@ -285,13 +285,13 @@ PAPER = Paper(
                     "the CNN's beside it, described"),
             criteria=(Criterion("vit_train_loss_rise", ">", 0.0,
                                 ("paper: [PK22] small-data study (seed summary; docs/SCIENCE.md): with fewer images the "
-                                 "training NLL changes with the test error, no overfitting; the sign")),
+                                 "training NLL changes with the test error, no overfitting; the sign"), MEAN),
                       Criterion("vit_test_error_rise", ">", 0.0,
                                 ("paper: [PK22] small-data study: ViTs 'perform poorly on a small amount of data'; "
-                                 "the sign, without which there is nothing to explain")),
+                                 "the sign, without which there is nothing to explain"), MEAN, bounds=(-1.0, 1.0)),
                       Criterion("vit_train_share_of_test_error_rise", ">=", 0.5,
                                 ("ours: 'not overfitting' read as: at least half of the test error lost with the "
-                                 "data is lost on the training images too (an overfitting model: near 0)"))),
+                                 "data is lost on the training images too (an overfitting model: near 0)"), MEAN)),
             evidence=(figure_path(figures.SMALL_DATA), artifact("pk_train_runs")),
             samples=_training_samples,
             statistics=_pk1_statistics,
@@ -311,15 +311,15 @@ PAPER = Paper(
                     "which rests on a handful of eigenvalues"),
             criteria=(Criterion("vit_minus_cnn_negative_curvature", ">", 0.0,
                                 ("paper: [PK22] Hessian spectra (seed summary): 'ViT has a large number of negative "
-                                 "eigenvalues ... while ResNet does not'; the sign")),
+                                 "eigenvalues ... while ResNet does not'; the sign"), MEAN),
                       Criterion("vit_minus_cnn_negative_curvature_share", ">", 0.0,
                                 ("paper: [PK22] Hessian spectra (seed summary): 'ViT has a large number of negative "
-                                 "eigenvalues ... while ResNet does not'; the sign")),
+                                 "eigenvalues ... while ResNet does not'; the sign"), MEAN, bounds=(-1.0, 1.0)),
                       Criterion("small_data_minus_vit_negative_curvature", ">", 0.0,
                                 ("paper: [PK22] Hessian spectra (seed summary): a 'large dataset suppress negative "
-                                 "eigenvalues'; the sign")),
+                                 "eigenvalues'; the sign"), MEAN),
                       Criterion("gap_minus_vit_negative_curvature", "<", 0.0,
-                                "paper: [PK22] (seed summary): 'GAP suppressed the negative eigenvalues'; the sign")),
+                                "paper: [PK22] (seed summary): 'GAP suppressed the negative eigenvalues'; the sign", MEAN)),
             evidence=(figure_path(figures.HESSIAN), table_path("hessian"), table_path("density")),
             samples=_hessian_samples,
             statistics=_pk2_statistics,
@@ -335,16 +335,16 @@ PAPER = Paper(
                     "blocks that downsample are left out; also the share of blocks and seeds with the claimed sign"),
             criteria=(Criterion("vit_msa_change", "<", 0.0,
                                 ("paper: [PK22] Fourier analysis (seed summary): 'MSAs reduce high-frequency "
-                                 "signals (acting as low-pass filters)'; the sign")),
+                                 "signals (acting as low-pass filters)'; the sign"), PAIRED, group="vit"),
                       Criterion("vit_mlp_change", ">", 0.0,
                                 ("paper: [PK22] Fourier analysis (as docs/SCIENCE.md reads it): the high-frequency "
-                                 "amplitude rises across MLP blocks; the sign")),
+                                 "amplitude rises across MLP blocks; the sign"), PAIRED, group="vit"),
                       Criterion("cnn_conv_change", ">", 0.0,
                                 ("paper: [PK22] Fourier analysis (seed summary): Convs 'amplify them (acting as "
-                                 "high-pass filters)'; the sign")),
+                                 "high-pass filters)'; the sign"), PAIRED, group="cnn"),
                       Criterion("alternet_msa_change", "<", 0.0,
                                 ("paper: [PK22] Figs. 8-9 (as the review reads them): AlterNet's MSA blocks, closing "
-                                 "each stage, reduce the high-frequency amplitude; the sign"))),
+                                 "each stage, reduce the high-frequency amplitude; the sign"), PAIRED, group="alternet")),
             evidence=(figure_path(figures.FEATURES), table_path("profiles")),
             samples=_profile_samples,
             statistics=_block_changes("high_frequency"),
@@ -357,16 +357,16 @@ PAPER = Paper(
                     "block, blocks that downsample left out; also the share of blocks and seeds with the claimed sign"),
             criteria=(Criterion("vit_msa_change", "<", 0.0,
                                 ("paper: [PK22] (seed summary): 'MSAs aggregate feature maps by reducing "
-                                 "variance'; the sign")),
+                                 "variance'; the sign"), PAIRED, group="vit"),
                       Criterion("vit_mlp_change", ">", 0.0,
                                 ("paper: [PK22] feature-map variance (as docs/SCIENCE.md reads it): MLP blocks raise "
-                                 "it; the sign")),
+                                 "it; the sign"), PAIRED, group="vit"),
                       Criterion("cnn_conv_change", ">", 0.0,
                                 ("paper: [PK22] feature-map variance (as docs/SCIENCE.md reads it): conv blocks raise "
-                                 "it (seed: MSAs reduce it 'while Convs do not'); the sign")),
+                                 "it (seed: MSAs reduce it 'while Convs do not'); the sign"), PAIRED, group="cnn"),
                       Criterion("alternet_msa_change", "<", 0.0,
                                 ("paper: [PK22] Figs. 8-9 (as the review reads them): AlterNet's MSA blocks, closing "
-                                 "each stage, reduce the feature maps' variance; the sign"))),
+                                 "each stage, reduce the feature maps' variance; the sign"), PAIRED, group="alternet")),
             evidence=(figure_path(figures.FEATURES), table_path("profiles")),
             samples=_profile_samples,
             statistics=_block_changes("variance"),
@@ -381,10 +381,10 @@ PAPER = Paper(
                     "seeds; the ViT's profile against the CNN's"),
             criteria=(Criterion("vit_minus_cnn_high_minus_low", "<", 0.0,
                                 ("paper: [PK22] (as docs/SCIENCE.md reads it): ViTs robust to high-, fragile to "
-                                 "low-frequency noise, CNNs the opposite; the sign")),),
+                                 "low-frequency noise, CNNs the opposite; the sign"), MEAN, bounds=(-1.0, 1.0)),),
             conditions=(Criterion("least_noisy_accuracy", ">=", 0.5,
                                   ("ours: no model may collapse under the noise (50% accuracy left at every band), "
-                                   "so the drops compare working models")),),
+                                   "so the drops compare working models"), MEAN, bounds=(0.0, 1.0)),),
             evidence=(figure_path(figures.NOISE), table_path("noise")),
             samples=_noise_samples("rms"),
             statistics=_pk5_statistics,
@@ -401,10 +401,10 @@ PAPER = Paper(
                     "the data), mean over fractions; the gap on all the data beside it"),
             criteria=(Criterion("alternet_minus_cnn_small_data", "<", 0.0,
                                 ("paper: [PK22] (seed summary): AlterNet 'outperformed CNNs not only on large "
-                                 "datasets but also on small datasets'; the sign")),),
+                                 "datasets but also on small datasets'; the sign"), MEAN, bounds=(-1.0, 1.0)),),
             conditions=(Criterion("least_test_error_small_data", ">=", 0.01,
                                   ("ours: neither model at its ceiling on small data (at least 1 point of test error "
-                                   "left), or no difference can show")),),
+                                   "left), or no difference can show"), MEAN, bounds=(0.0, 1.0)),),
             evidence=(figure_path(figures.SMALL_DATA), artifact("pk_train_runs")),
             samples=_training_samples,
             statistics=_pk6_statistics,
@@ -422,10 +422,10 @@ PAPER = Paper(
                     "against every branch of the blocks before it (the last block's own MLP, after it, left out)"),
             criteria=(Criterion("end_of_stage_msa_minus_earlier_blocks", ">", 0.0,
                                 ("paper: [PK22] lesion study (as docs/SCIENCE.md reads it): MSAs at the end of a stage "
-                                 "matter most; the sign")),
+                                 "matter most; the sign"), PAIRED, group="alternet"),
                       Criterion("vit_last_msa_minus_earlier_blocks", ">", 0.0,
                                 ("ours: the claim read on the ViT as a single-stage model whose last MSA closes "
-                                 "its stage (the statement is about multi-stage models); the sign"))),
+                                 "its stage (the statement is about multi-stage models); the sign"), PAIRED, group="vit")),
             evidence=(figure_path(figures.LESION), table_path("lesion")),
             samples=_lesion_samples,
             statistics=_pk7_statistics,
@@ -441,7 +441,7 @@ PAPER = Paper(
                     "described (unlike models at unlike training losses)"),
             criteria=(Criterion("log_alternet_over_cnn_lambda_max", "<", 0.0,
                                 ("paper: [PK22] Hessian spectra (seed summary): with MSAs 'the magnitude of positive "
-                                 "eigenvalues is lower' than ResNet's; AlterNet against its own CNN, the sign")),),
+                                 "eigenvalues is lower' than ResNet's; AlterNet against its own CNN, the sign"), MEAN),),
             evidence=(figure_path(figures.HESSIAN), table_path("hessian"), table_path("density")),
             samples=_hessian_samples,
             statistics=_pk8_statistics,
