@@ -84,3 +84,33 @@ def test_stage_times_take_each_stage_last_run(tmp_path):
 def test_rewriting_the_guide_keeps_what_is_written_by_hand():
     text = "intro\n<!-- BEGIN a (x) -->\nold\n<!-- END a -->\nmiddle\n<!-- BEGIN b -->\nkept\n<!-- END b -->\n"
     assert reviewing.rewrite(text, {"a": "new\n"}) == text.replace("old", "new")
+
+
+def _plotted_tables():
+    """(path, x, y) of every per-run table with axes in dvc.yaml: a stage's own `plots` entry, or a
+    top-level definition (the pk folder's tables)."""
+    from vitheory.core.paths import stages
+
+    for stage in stages().values():
+        for entry in stage.get("plots", []):
+            if isinstance(entry, dict):
+                path, props = next(iter(entry.items()))
+                if "y" in props:
+                    yield path, props["x"], props["y"]
+    for definition in yaml.safe_load((ROOT / "dvc.yaml").read_text()).get("plots", []):
+        (_, props), = definition.items()
+        for path, y in props["y"].items():
+            yield path, props["x"], y
+
+
+def test_every_per_run_table_is_plotted_on_columns_it_has():
+    """`dvc plots show` draws each per-run table on named axes (issue 43), never a column that is not
+    there (DVC would report it only when the plot is drawn)."""
+    plotted = list(_plotted_tables())
+    tables = {path for path, _, _ in plotted}
+    expected = {str(p.relative_to(ROOT)) for p in (ROOT / "reports").rglob("*.csv")
+                if p.parent.name != "history"}  # long-form logs: DVCLive's series draw them
+    assert expected <= tables, sorted(expected - tables)
+    for path, x, y in plotted:
+        header = (ROOT / path).read_text().splitlines()[0].split(",")
+        assert x in header and y in header, (path, x, y, header)
