@@ -114,3 +114,19 @@ def test_every_per_run_table_is_plotted_on_columns_it_has():
     for path, x, y in plotted:
         header = (ROOT / path).read_text().splitlines()[0].split(",")
         assert x in header and y in header, (path, x, y, header)
+
+
+def test_the_claim_map_lists_every_stage_upstream_of_a_claims_tables():
+    """Closed under dvc.yaml's graph: a listed stage's deps are written by listed stages (issue 43: LI-1
+    once listed phase_fit without phase_diagram, PK-2 left out pk_train and train_real)."""
+    from vitheory.core.paths import stages
+
+    graph = stages()
+    rows = {row.split(" | ")[0].strip("| "): {s.strip("`") for s in row.split(" | ")[2].split(", ")}
+            for row in reviewing.claim_map().splitlines()[2:]}
+    for claim, listed in rows.items():
+        for name, stage in graph.items():
+            if name.split("@")[0] in listed - {"render", "report"}:
+                writers = {w.split("@")[0] for dep in stage.get("deps", []) for w in reviewing._writers(Path(dep))}
+                assert writers - {"check_params"} <= listed, (claim, name, writers - listed)
+    assert {"phase_diagram", "phase_fit"} <= rows["LI-1"] and {"train_real", "pk_train", "pk_analysis"} <= rows["PK-2"]

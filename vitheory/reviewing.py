@@ -51,17 +51,37 @@ def _writers(path: Path) -> list[str]:
             if any(out == path or out in path.parents or path in out.parents for out in map(Path, outputs(stage)))]
 
 
+def _upstream(paths: list[Path]) -> set[str]:
+    """Every stage that `paths` pass through in dvc.yaml's graph: the stages that write them, then,
+    recursively, those that write their deps. check_params, which every stage depends on and which
+    computes nothing, is left out."""
+    graph = stages()
+    found: set[str] = set()
+    todo = list(paths)
+    while todo:
+        for name in _writers(todo.pop()):
+            if name not in found and name != "check_params":
+                found.add(name)
+                todo += [Path(dep) for dep in graph[name].get("deps", []) if _writers(Path(dep))]
+    return found
+
+
 def claim_map() -> str:
-    """One row per claim of every paper: the stages that write its evidence (a matrix stage by its
-    name, all its runs meant), the data it reads, its figures, and where the report states it."""
-    lines = ["| claim | paper | stages | tables and metrics it reads | figures | report |",
+    """One row per claim of every paper: every stage its numbers pass through (upstream of the tables it
+    reads, in dvc.yaml's graph; a matrix stage by its name, all its runs meant) and `render` for its
+    figures, the data it reads, its figures, and where the report states it."""
+    lines = ["| claim | paper | stages (upstream of its tables; `render` draws its figures, `report` judges it) | "
+             "tables and metrics it reads | figures | report |",
              "| --- | --- | --- | --- | --- | --- |"]
     for paper in PAPERS:
         for claim in paper.claims:
-            writers = sorted({name.split("@")[0] for path in claim.evidence for name in _writers(path)})
             data = [path for path in claim.evidence if path.suffix != ".png"]
             figures = [path for path in claim.evidence if path.suffix == ".png"]
-            lines.append(f"| {claim.id} | [{paper.key}] | {', '.join(f'`{s}`' for s in writers)} | "
+            order = list(stages())
+            passed = sorted({name.split("@")[0] for name in _upstream(data)},
+                            key=lambda base: next(i for i, name in enumerate(order) if name.split("@")[0] == base))
+            passed += (["render"] if figures else []) + ["report"]
+            lines.append(f"| {claim.id} | [{paper.key}] | {', '.join(f'`{s}`' for s in passed)} | "
                          f"{'<br>'.join(map(_link, data))} | {'<br>'.join(map(_link, figures))} | "
                          f"`reports/claims.json` id {claim.id}; REPORT.md claims table and section {claim.id} |")
     return "\n".join(lines) + "\n"
