@@ -72,9 +72,10 @@ def test_jsl2_is_definition_2_2_exactly_on_the_attention_map(tmp_path, exact, po
 
 
 def _control_metrics(control_exact, positive_exact):
+    # P P^T's association decides (what [JSL22] Fig. 2 shows); the attention map's, set apart, must not
     def seed(exact, error=0.02):
-        return {"error_rate": error, "train_error_rate": 0.0, "attn_exact": exact, "attn_overlap": exact,
-                "pos_exact": 0.0, "pos_overlap": 0.3}
+        return {"error_rate": error, "train_error_rate": 0.0, "attn_exact": 0.9 - exact, "attn_overlap": 0.3,
+                "pos_exact": exact, "pos_overlap": exact}
     return {"chance": {"exact": 0.002, "overlap": 0.4},
             "runs": {"vit": [seed(control_exact)] * 3, "glm": [{"error_rate": 0.09}] * 3},
             "positive_control": {"chance": {"exact": 0.0, "overlap": 0.28}, "initial": [],
@@ -84,7 +85,7 @@ def _control_metrics(control_exact, positive_exact):
 @pytest.mark.parametrize("control_exact,positive_exact,verdict", [
     (0.0, 0.9, "holds"),          # no association on the control; the same student shows it where present
     (0.0, 0.0, "inconclusive"),   # the measure reads none even where association is present: says nothing
-    (0.5, 0.9, "does not hold"),  # the control's attention map does show the sets
+    (0.5, 0.9, "does not hold"),  # the control's P P^T does show the sets
 ])
 def test_jsl3_needs_its_positive_control(tmp_path, control_exact, positive_exact, verdict):
     from vitheory.core.claims import IntervalSettings, evaluate

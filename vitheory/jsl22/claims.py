@@ -116,6 +116,7 @@ def _jsl2_statistics(samples: Samples) -> Measured:
     final = [unit["attn_exact"] for unit in samples["vit"]]
     return {"seeds_meeting_definition": statistics.mean(share == 1.0 for share in final),
             "final_exact": statistics.median(final), "final_exact_min": min(final),
+            "final_exact_mean": statistics.mean(final),
             "final_overlap": _median(samples, "vit", "attn_overlap"), "initial_exact": initial,
             "initial_overlap": _median(samples, "vit_initial", "attn_overlap"), "chance_exact": chance["exact"],
             "chance_overlap": chance["overlap"], "initial_exact_minus_chance": initial - chance["exact"],
@@ -138,18 +139,22 @@ def _jsl3_samples(root: Path) -> Samples:
 
 
 def _jsl3_statistics(samples: Samples) -> Measured:
-    """Association on the attention map the student uses (P P^T's beside it), against chance, on the
-    control and on the Assumption-1 data where it is present."""
+    """Association of the positional encodings' Gram matrix P P^T (what [JSL22] Fig. 2 shows) against chance,
+    on the control and on the Assumption-1 data where it is present; the attention map the student uses
+    beside it."""
     chance = samples["settings"][0]
     vit, glm = _median(samples, "vit", "error_rate"), _median(samples, "glm", "error_rate")
-    exact, positive = _median(samples, "vit", "attn_exact"), _median(samples, "positive", "attn_exact")
+    exact, positive = _median(samples, "vit", "pos_exact"), _median(samples, "positive", "pos_exact")
     return {"vit_test_error": vit, "glm_test_error": glm, "vit_minus_glm_test_error": vit - glm,
-            "exact": exact, "exact_minus_chance": exact - chance["control"]["exact"],
-            "overlap": _median(samples, "vit", "attn_overlap"), "chance_overlap": chance["control"]["overlap"],
-            "positional_exact": _median(samples, "vit", "pos_exact"),
-            "positive_control_exact": positive,
-            "positive_control_exact_minus_chance": positive - chance["positive"]["exact"],
-            "positive_control_overlap": _median(samples, "positive", "attn_overlap"),
+            "positional_exact": exact, "positional_exact_minus_chance": exact - chance["control"]["exact"],
+            "positional_overlap": _median(samples, "vit", "pos_overlap"), "chance_overlap": chance["control"]["overlap"],
+            # the head-averaged attention map the student uses, described beside P P^T
+            "attention_exact_minus_chance": _median(samples, "vit", "attn_exact") - chance["control"]["exact"],
+            "attention_overlap": _median(samples, "vit", "attn_overlap"),
+            "positive_control_positional_exact": positive,
+            "positive_control_positional_exact_minus_chance": positive - chance["positive"]["exact"],
+            "positive_control_attention_exact_minus_chance":
+                _median(samples, "positive", "attn_exact") - chance["positive"]["exact"],
             "positive_control_test_error": _median(samples, "positive", "error_rate"),
             "vit_train_error": _median(samples, "vit", "train_error_rate")}
 
@@ -251,8 +256,11 @@ PAPER = Paper(
                        "initialisation."),
             metric=("on the attention map the ViT uses (softmax of P P^T for the `ppt` form, of (P W_Q)(P W_K)^T "
                     "for `qk`): the share of seeds for which Definition 2.2 holds exactly (every patch's Top_C is "
-                    "its set), and at initialisation the median share of such patches minus chance; described: "
-                    "the median share of patches, the Top_C overlap, and P P^T's own association"),
+                    "its set; Clopper-Pearson over the seeds), and at initialisation the median share of such patches "
+                    "minus chance; described: the median and mean share of patches, the Top_C overlap, and P P^T's "
+                    "own association. The verdict keeps the paper's definition (every patch) per seed, with seeds "
+                    "enough for an exact interval to settle against 0.5, rather than a mean share of patches, which "
+                    "the definition does not state"),
             criteria=(Criterion("seeds_meeting_definition", ">=", 0.5,
                                 ("ours: Definition 2.2 is the paper's and asks it of every patch (share 1); that it "
                                  "holds in at least half the seeds is our reading of the theorem's 'with high "
@@ -273,27 +281,28 @@ PAPER = Paper(
                        "the inputs), the ViT still reaches small test error, but its positional attention does not "
                        "show the convolution's sets."),
             metric=("median over seeds of the multi-head ViT's and the linear model's test error, and of the share "
-                    "of patches whose Top_C on the ViT's attention map equals their teacher set (minus chance); "
-                    "P P^T's and the Top_C overlap beside it; the same ViT trained the same way on Assumption-1 "
-                    "data of the control's size, where association is present, as the measure's positive control"),
+                    "of patches whose Top_C on the positional encodings' Gram matrix P P^T (what [JSL22] Fig. 2 "
+                    "shows) equals their teacher set (minus chance); the head-averaged attention map's association "
+                    "and the Top_C overlap beside it; the same ViT trained the same way on Assumption-1 data of the "
+                    "control's size, where association is present, as the measure's positive control"),
             criteria=(Criterion("vit_test_error", "<=", 0.10,
                                 ("paper: [JSL22] Fig. 2: the ViT's test error on the convolution-labelled Gaussian "
                                  "data falls below 10% within 1000 GD steps"), MEDIAN, group="vit", bounds=(0.0, 1.0)),
                       Criterion("vit_minus_glm_test_error", "<", 0.0,
                                 ("ours: control we added: the ViT must beat the linear model, so its small error is "
                                  "not one a linear fit also reaches"), STEP, bounds=(-1.0, 1.0)),
-                      Criterion("exact_minus_chance", "<=", 0.1,
-                                ("ours: paper Sec. 2, Fig. 2: the positional scores 'do not match the convolution "
-                                 "pattern'; on the attention map the student uses, within 0.1 of chance"), MEDIAN, group="vit", bounds=(-1.0, 1.0))),
+                      Criterion("positional_exact_minus_chance", "<=", 0.1,
+                                ("ours: paper Sec. 2, Fig. 2: P^T P 'does not match the convolution pattern'; "
+                                 "within 0.1 of chance"), MEDIAN, group="vit", bounds=(-1.0, 1.0))),
             # a student that cannot fit the teacher's own training labels cannot show the claim either way,
             # and a measure that reads no association where it is present says nothing by reading none here
             conditions=(Criterion("vit_train_error", "<=", 0.10,
                                   ("ours: the student must fit its training labels before 'no association' means "
                                    "anything; 10% matches Fig. 2's test error bar"), MEDIAN, group="vit", bounds=(0.0, 1.0)),
-                        Criterion("positive_control_exact_minus_chance", ">=", 0.1,
-                                  ("ours: on the Assumption-1 data the same student's attention map must show "
-                                   "association (0.1 above chance, the margin the criterion allows), or none "
-                                   "on the control says nothing"), MEDIAN, group="positive", bounds=(-1.0, 1.0))),
+                        Criterion("positive_control_positional_exact_minus_chance", ">=", 0.1,
+                                  ("ours: on the Assumption-1 data the same student's P P^T must show association "
+                                   "(0.1 above chance, the margin the criterion allows), or none on the control "
+                                   "says nothing"), MEDIAN, group="positive", bounds=(-1.0, 1.0))),
             evidence=(artifact("control_metrics"),),
             samples=_jsl3_samples,
             statistics=_jsl3_statistics,
@@ -324,11 +333,11 @@ PAPER = Paper(
                     "structure score (Spearman's rho over token pairs between the cosine similarity of their "
                     "positional encodings and the correlation of their pixels in the images it saw) after "
                     "training minus its null, the same encodings with their tokens shuffled (mean of 20 "
-                    "shuffles), mean over seeds; the natural-image ViT is the positive control"),
-            criteria=(Criterion("vit_loss", "<=", 0.03,
-                                ("ours: 'keeps its accuracy' (paper Fig. 5) read as losing at most 3 points to the "
-                                 "permutation, a margin for seed noise"), MEAN, bounds=(-1.0, 1.0)),
-                      Criterion("cnn_loss_minus_vit_loss", ">", 0.0,
+                    "shuffles), mean over seeds; the natural-image ViT is the positive control. The ViT's own "
+                    "accuracy loss is described, not tested: permuting single pixels scrambles each patch's "
+                    "contents, which no patch-order learning undoes; the paper's claim is that the ViT learns the "
+                    "permuted structure and that the CNN loses more"),
+            criteria=(Criterion("cnn_loss_minus_vit_loss", ">", 0.0,
                                 ("paper: [JSL22] Sec. 6, Fig. 5: on permuted CIFAR-100 pixels ViTs learn the "
                                  "structure 'in contrast to CNNs'; the CNN loses more, the sign"), MEAN, bounds=(-2.0, 2.0)),
                       Criterion("permuted_structure_over_null", ">", 0.0,
