@@ -1,0 +1,106 @@
+"""Mutation score of the science's critical modules (issue 44): mutmut plants one small change at a time
+(an operator, a constant, a keyword) in a module and runs the fast tests that reach the changed
+function; a mutant no test fails on is a gap in the tests, or a change that does not change behaviour.
+
+Run from the repository root, in the venv with requirements-dev.txt installed (docs/MUTATION.md):
+
+    python -m benchmarks.mutation                       # every module of MODULES
+    python -m benchmarks.mutation vitheory/pk22/noise.py --workers 1
+
+It mutates a copy of the committed tree (`git archive HEAD`) in --workdir, never the working tree, and
+prints killed / survived / timeout per module, the score, and every survivor's diff (also written to
+<workdir>/survivors.md). Not part of the test suite: hours on two cores for every module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# module -> the fast tests that target it (globs under the repository root)
+MODULES = {
+    "vitheory/core/claims.py": ["tests/core/test_*claims*.py", "tests/*/test_*claims*.py", "tests/li23/test_claims.py"],
+    "vitheory/li23/claims.py": ["tests/li23/test_claims.py", "tests/li23/test_*claims*.py"],
+    "vitheory/jsl22/claims.py": ["tests/jsl22/test_*claims*.py"],
+    "vitheory/pk22/claims.py": ["tests/pk22/test_*claims*.py"],
+    "vitheory/li23/token_keeping.py": ["tests/li23/test_token_keeping.py"],
+    "vitheory/pk22/noise.py": ["tests/pk22/test_pk.py"],
+    "vitheory/pk22/hessian.py": ["tests/pk22/test_pk.py", "tests/pk22/test_hessian.py"],
+}
+# ours: the dense-Hessian comparisons take a minute each on our cores; tests/pk22/test_hessian.py checks
+# the same helpers on small explicit matrices and a 27-parameter network in a second
+SLOW = ["tests/pk22/test_pk.py::test_top_eigenvalues_match_a_dense_eigendecomposition",
+        "tests/pk22/test_pk.py::test_lanczos_quadrature_agrees_with_a_dense_eigendecomposition"]
+# the files the tests read besides the package and tests/ (which mutmut copies itself)
+ALSO_COPY = ["params.yaml", "presets", "stages", "dvc.yaml", "benchmarks"]
+
+
+def mutmut_config(modules: list[str], tree: Path) -> str:
+    tests = sorted({str(p.relative_to(tree)) for m in modules for g in MODULES[m] for p in tree.glob(g)})
+    selection = ", ".join(f'"{t}"' for t in tests)
+    deselect = ", ".join(f'"--deselect", "{t}"' for t in SLOW)
+    return f"""
+[tool.mutmut]
+source_paths = ["vitheory"]
+only_mutate = [{", ".join(f'"{m}"' for m in modules)}]
+also_copy = [{", ".join(f'"{p}"' for p in ALSO_COPY)}]
+pytest_add_cli_args = ["-n", "0", "-p", "no:cacheprovider", {deselect}]
+pytest_add_cli_args_test_selection = [{selection}]
+process_isolation = "forkserver"  # torch is not fork-safe
+"""
+
+
+def summary(workdir: Path, modules: list[str]) -> str:
+    """Markdown: counts per module and every survivor's diff."""
+    run = lambda *args: subprocess.run([sys.executable, "-m", "mutmut", *args], cwd=workdir, check=True,  # noqa: E731
+                                       capture_output=True, text=True).stdout
+    status = dict(re.findall(r"^\s*(\S+): (.+)$", run("results", "--all", "true"), flags=re.M))
+    lines = ["| module | mutants | killed | survived | timeout | other | score |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    survivors = []
+    for module in modules:
+        dotted = module.removesuffix(".py").replace("/", ".") + "."
+        mine = {name: s for name, s in status.items() if name.startswith(dotted)}
+        count = Counter(mine.values())
+        other = len(mine) - count["killed"] - count["survived"] - count["timeout"]
+        score = (count["killed"] + count["timeout"]) / max(len(mine), 1)
+        lines.append(f"| {module} | {len(mine)} | {count['killed']} | {count['survived']} | {count['timeout']} "
+                     f"| {other} | {score:.0%} |")
+        survivors += [name for name, s in sorted(mine.items()) if s not in ("killed", "timeout")]
+    diffs = [f"### {name}\n```diff\n{run('show', name).strip()}\n```" for name in survivors]
+    return "\n".join(lines) + "\n\nScore: (killed + timeout) / mutants.\n\n" + "\n\n".join(diffs) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("modules", nargs="*", default=list(MODULES), help=f"default: all of {list(MODULES)}")
+    parser.add_argument("--workers", type=int, default=1, help="mutants tested at once (mutmut --max-children)")
+    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "vitheory-mutation")
+    args = parser.parse_args()
+    unknown = sorted(set(args.modules) - set(MODULES))
+    if unknown:
+        parser.error(f"no test selection for {unknown}: name modules of {list(MODULES)} or add them to MODULES")
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    subprocess.run(["rm", "-rf", str(args.workdir)], check=True)
+    args.workdir.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(args.workdir)], input=archive, check=True)
+    with open(args.workdir / "pyproject.toml", "a") as config:
+        config.write(mutmut_config(args.modules, args.workdir))
+    print(f"mutating commit {commit.strip()} in {args.workdir}", flush=True)
+    # ours: one thread per test process; two threads per process on shared cores made a 3-batch fine-tune 5x slower
+    subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.workers)], cwd=args.workdir,
+                   check=True, env=os.environ | {"OMP_NUM_THREADS": "1"})
+    report = summary(args.workdir, args.modules)
+    (args.workdir / "survivors.md").write_text(report)
+    print(report)
+
+
+if __name__ == "__main__":
+    main()
