@@ -35,18 +35,64 @@ PRESETS = {"vit": PARAMS.real.models.vit, "vit_positional": PARAMS.real.models.v
            "cnn": PARAMS.real.models.cnn, "vit_depth1_gap": replace(PARAMS.real.models.vit, depth=1, pool="gap"),
            "paper_vit": PAPER.real.models.vit, "paper_vit_positional": PAPER.real.models.vit_positional,
            "paper_cnn": PAPER.real.models.cnn, "alternet": PARAMS.pk_train.alternet}
-# parameter counts (8 x 8 x 1 digits; 32 x 32 x 3 for the paper preset; 10 classes): an architecture
-# change has to change these
-PARAMETER_COUNTS = {"vit": 69194, "vit_positional": 69194, "cnn": 61498, "vit_depth1_gap": 35594,
-                    "paper_vit": 1806538, "paper_vit_positional": 1806538, "paper_cnn": 4253770, "alternet": 51994}
 
 
+def layer_norm(width: int) -> int:
+    return 2 * width  # gain and bias
+
+
+def linear(fan_in: int, fan_out: int) -> int:
+    return fan_in * fan_out + fan_out
+
+
+def transformer_block(width: int, mlp_ratio: int) -> int:
+    """Two norms; queries and keys from one 2w-output map, values, output; the MLP's two layers."""
+    attention = linear(width, 2 * width) + linear(width, width) + linear(width, width)
+    return 2 * layer_norm(width) + attention + linear(width, mlp_ratio * width) + linear(mlp_ratio * width, width)
+
+
+def vit_parameters(preset, size: int, channels: int, classes: int) -> int:
+    """Patch embedding, a positional encoding per patch (and the class token's, and the class token),
+    depth blocks, the final norm, the head."""
+    tokens = (size // preset.patch) ** 2 + (preset.pool == "cls")
+    return (linear(preset.patch ** 2 * channels, preset.width) + tokens * preset.width
+            + (preset.pool == "cls") * preset.width + preset.depth * transformer_block(preset.width, preset.mlp_ratio)
+            + layer_norm(preset.width) + linear(preset.width, classes))
+
+
+def conv_net_parameters(preset, size: int, channels: int, classes: int) -> int:
+    """3 x 3 stem without bias and its batch norm; per residual block two bias-free 3 x 3 convolutions with
+    batch norms (2 parameters a channel), and a 1 x 1 projection with its norm where the shape changes;
+    AlterNet's attention blocks: a positional encoding per position of the map, a transformer block
+    with MLP ratio 2; the head."""
+    total = 9 * channels * preset.widths[0] + 2 * preset.widths[0]
+    c_in, side = preset.widths[0], size
+    for stage, (width, count) in enumerate(zip(preset.widths, preset.blocks)):
+        attention = getattr(preset, "attention", [0] * len(preset.blocks))[stage]
+        for i in range(count):
+            if i >= count - attention:
+                total += side * side * width + transformer_block(width, 2)
+                continue
+            stride = 2 if stage > 0 and i == 0 else 1
+            total += 9 * c_in * width + 2 * width + 9 * width * width + 2 * width
+            if stride != 1 or c_in != width:
+                total += c_in * width + 2 * width
+            c_in, side = width, side // stride
+    return total + linear(c_in, classes)
+
+
+def test_the_parameter_formulas_count_a_model_by_hand():
+    """The default ViT on 8 x 8 digits, by hand: embedding 4 x 64 + 64; 17 positional encodings and the
+    class token, 18 x 64; per block 4 x 64 (norms) + 64 x 128 + 128 + 2 (64 x 64 + 64) + 64 x 128 + 128 +
+    128 x 64 + 64 = 33472, two blocks; final norm 128; head 64 x 10 + 10."""
+    assert vit_parameters(PRESETS["vit"], 8, 1, 10) == 320 + 18 * 64 + 2 * 33472 + 128 + 650
 @pytest.mark.parametrize("name", sorted(PRESETS))
-def test_every_preset_runs_forward_and_backward_with_its_pinned_size(name):
+def test_every_preset_runs_forward_and_backward_with_the_size_its_architecture_gives(name):
     torch.manual_seed(0)
     size, channels = (32, 3) if name.startswith("paper") else (8, 1)
     model = (build_alternet if name == "alternet" else build_model)(PRESETS[name], size, channels, 10)
-    assert sum(p.numel() for p in model.parameters()) == PARAMETER_COUNTS[name]
+    count = (vit_parameters if "vit" in name else conv_net_parameters)(PRESETS[name], size, channels, 10)
+    assert sum(p.numel() for p in model.parameters()) == count
     logits, extras = model(torch.randn(4, channels, size, size), return_features=True)
     assert logits.shape == (4, 10)
     logits.logsumexp(-1).sum().backward()
@@ -129,11 +175,24 @@ def test_a_short_training_learns_digits():
     assert evaluate(model, normalize(data["test"]), data["test"].y)["accuracy"] > 0.5  # chance: 0.1
 
 
-def test_sparsified_vit_rejects_nothing_it_needs():
+@pytest.mark.parametrize("attention", ["positional", "vanilla"])
+def test_a_sparsified_vit_sees_only_the_kept_patches_each_at_its_own_position(attention):
+    """Keeping tokens [0, 5, 7]: the dropped patches' pixels do not matter and a kept one's do; the
+    order in which `keep` names them does not either (each token carries its own positional encoding)."""
+    torch.manual_seed(0)
     model = SmallViT(image_size=8, channels=1, n_classes=10, patch=2, depth=1, heads=2, width=8, mlp_ratio=1,
-                     attention="positional", pool="cls")
-    keep = torch.tensor([[0, 5, 7], [1, 2, 3]])
-    assert model(torch.randn(2, 1, 8, 8), keep=keep).shape == (2, 10)
+                     attention=attention, pool="cls").eval()
+    x = torch.randn(2, 1, 8, 8)
+    keep = torch.tensor([[0, 5, 7], [0, 5, 7]])
+    logits = model(x, keep=keep)
+    assert logits.shape == (2, 10)
+    dropped = x.clone()
+    dropped[:, :, 0:2, 2:4] += 5.0  # patch 1, not kept
+    assert torch.allclose(model(dropped, keep=keep), logits, atol=1e-6)
+    kept = x.clone()
+    kept[:, :, 2:4, 2:4] += 5.0  # patch 5, kept
+    assert not torch.allclose(model(kept, keep=keep), logits, atol=1e-3)
+    assert torch.allclose(model(x, keep=torch.tensor([[7, 0, 5], [5, 7, 0]])), logits, atol=1e-5)
 
 
 def test_seeds_side_by_side_train_as_each_would_alone():
