@@ -1,0 +1,147 @@
+"""[JSL22]'s verdict table: every claim planted to hold, not hold and be inconclusive, and each condition
+planted unmet, judged by `evaluate` from artifacts written as the pipeline writes them."""
+
+import pytest
+from verdict_tables import SEEDS, Row, check, missing_rows, params, per_seed, wiggle
+
+from vitheory.core.artifacts import write_json, write_table
+from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
+from vitheory.core.paths import artifact, run_name, runs
+from vitheory.jsl22.claims import PAPER
+from vitheory.jsl22.training import TRANSFER_COLUMNS
+
+# --- JSL-1, JSL-2: the spatial data -----------------------------------------------------------------
+
+
+def _spatial(vit_error=0.02, glm_error=0.16, attn_exact=1.0, initial_exact=0.0):
+    """8 seeds of the run's own form; the qk form and the variant partition (the claims' variants) alike.
+    Each value a scalar, or one per seed."""
+    def vit(seed):
+        unit = {"error_rate": per_seed(vit_error)[seed] + wiggle(seed, 0), "pos_exact": per_seed(attn_exact)[seed],
+                "attn_exact": per_seed(attn_exact)[seed], "pos_overlap": 0.9, "attn_overlap": 0.9, "loss": 0.1}
+        return unit, unit | {"attn_exact": per_seed(initial_exact)[seed], "pos_exact": 0.0, "attn_overlap": 0.3}
+
+    def build(root):
+        seeds = [vit(seed) for seed in range(SEEDS)]
+        model = {"final": [final for final, _ in seeds], "initial": [initial for _, initial in seeds]}
+        glm = [{"error_rate": per_seed(glm_error)[seed] + wiggle(seed, 1)} for seed in range(SEEDS)]
+        write_json(root / artifact("spatial_metrics"), {
+            "runs": {"vit": model, "qk": model, "glm": glm}, "score_form": "ppt", "best_linear_error": 0.14,
+            "chance": {"exact": 0.0, "overlap": 0.28},
+            "variant": {"runs": {"vit": model, "glm": glm}, "best_linear_error": 0.14}})
+    return build
+
+
+# --- JSL-3: the control and its positive control ----------------------------------------------------
+
+
+def _control(pos_exact=0.0, positive_exact=0.9, train_error=0.0):
+    """8 seeds of the ViT and the linear model on the control, and of the ViT on Assumption-1 data; P P^T's
+    association (`pos_exact`) decides, the attention map's (set apart) must not."""
+    def seed(s, exact, error):
+        return {"error_rate": 0.02 + wiggle(s, 2), "train_error_rate": error, "pos_exact": exact,
+                "pos_overlap": exact, "attn_exact": 0.9 - exact, "attn_overlap": 0.3}
+
+    def build(root):
+        write_json(root / artifact("control_metrics"), {
+            "chance": {"exact": 0.002, "overlap": 0.4},
+            "runs": {"vit": [seed(s, per_seed(pos_exact)[s], per_seed(train_error)[s]) for s in range(SEEDS)],
+                     "glm": [{"error_rate": 0.09 + wiggle(s, 3)} for s in range(SEEDS)]},
+            "positive_control": {"chance": {"exact": 0.0, "overlap": 0.28}, "initial": [],
+                                 "final": [seed(s, per_seed(positive_exact)[s], 0.0) for s in range(SEEDS)]}})
+    return build
+
+
+# --- JSL-4: transfer --------------------------------------------------------------------------------
+
+N_GRID = (4, 16, 64, 256)
+
+
+def _transfer(finetune_from=4, scratch_from=64):
+    """8 seeds' downstream runs: a seed's test error is 1% from its n on (None: never), 30% below it."""
+    def build(root):
+        rows = [(method, n, seed, 0.01 if start is not None and n >= start else 0.3, 0)
+                for method, starts in (("finetune", finetune_from), ("scratch", scratch_from))
+                for seed, start in enumerate(per_seed(starts)) for n in N_GRID]
+        write_table(root / artifact("transfer_runs"), list(TRANSFER_COLUMNS), rows)
+        write_json(root / artifact("transfer_metrics"), {"target_error": 0.05, "largest_n": max(N_GRID)})
+    return build
+
+
+# --- JSL-5, JSL-6: train_real's runs -------------------------------------------------------------
+
+REAL_HOLDS = {"vit_natural": 0.90, "vit_permuted": 0.85, "vit_positional_natural": 0.89,
+              "vit_positional_permuted": 0.84, "cnn_natural": 0.95, "cnn_permuted": 0.70}
+
+
+def _real(natural_structure=0.4, permuted_structure=0.3, **accuracies):
+    """Every train_real run's 8 seeds: test accuracy, and for the ViTs the structure score after training,
+    its null (shuffled encodings, 0 here) and at initialisation. Each value a scalar, or one per seed."""
+    accuracy = REAL_HOLDS | accuracies
+    structure = {"natural": natural_structure, "permuted": permuted_structure}
+
+    def build(root):
+        for k, model in enumerate(runs("real_models")):
+            for pixels in runs("real_pixels"):
+                name = run_name(model, pixels)
+                seeds = {f"seed_{s}": {"seed": s, "test_accuracy": per_seed(accuracy[name])[s] + wiggle(s, k)}
+                         | ({"structure": per_seed(structure[pixels])[s] + wiggle(s, 4), "shuffled_structure": 0.0,
+                             "initial_structure": 0.05} if model.startswith("vit") else {})
+                         for s in range(SEEDS)}
+                write_json(root / artifact("real_metrics") / f"{name}.json", {"runs": seeds})
+    return build
+
+
+ROWS = [
+    # JSL-1: medians over seeds, the order-statistic interval ([min, max] at 8 seeds)
+    Row("JSL-1", _spatial(), HOLDS, "the ViT at 2% and the linear model at 16% on every seed"),
+    Row("JSL-1", _spatial(vit_error=0.2), FAILS, "the ViT at 20% on every seed"),
+    Row("JSL-1", _spatial(glm_error=0.05), FAILS, "the linear model at 5%, under Theorem 3.1's 1/8"),
+    Row("JSL-1", _spatial(vit_error=[0.02, 0.03, 0.04, 0.06, 0.07, 0.08, 0.06, 0.07]), INCONCLUSIVE,
+        "the ViT's seeds straddle 5% (median 6%)"),
+    # JSL-2: a Clopper-Pearson share of seeds meeting Definition 2.2, and a median at initialisation
+    Row("JSL-2", _spatial(), HOLDS, "Definition 2.2 on all 8 seeds, from chance"),
+    Row("JSL-2", _spatial(attn_exact=0.98), FAILS, "one patch in 50 off on every seed: the definition never holds"),
+    Row("JSL-2", _spatial(initial_exact=0.5), FAILS, "association already there at initialisation"),
+    Row("JSL-2", _spatial(attn_exact=[1.0, 0.98, 1.0, 0.98, 1.0, 0.98, 0.98, 0.98]), INCONCLUSIVE,
+        "the definition on 3 seeds of 8: [0.09, 0.76] holds 0.5"),
+    # JSL-3
+    Row("JSL-3", _control(), HOLDS, "no association on the control, 0.9 on the positive control, errors small"),
+    Row("JSL-3", _control(pos_exact=0.5), FAILS, "P P^T shows the sets on the control, the positive control works"),
+    Row("JSL-3", _control(pos_exact=[0.0, 0.05, 0.2, 0.15, 0.05, 0.2, 0.15, 0.2]), INCONCLUSIVE,
+        "the seeds' association straddles chance + 0.1 (median 0.15)"),
+    Row("JSL-3", _control(pos_exact=0.5, positive_exact=0.0), INCONCLUSIVE,
+        "the issue's example: association 0.5 on the control, none on the positive control: the measure failed",
+        unmet="positive_control_positional_exact_minus_chance", criteria=FAILS),
+    Row("JSL-3", _control(pos_exact=0.5, train_error=0.3), INCONCLUSIVE,
+        "the student does not fit its training labels (30% error)", unmet="vit_train_error", criteria=FAILS),
+    # JSL-4: step statistics of the sample counts, the percentile bootstrap
+    Row("JSL-4", _transfer(), HOLDS, "fine-tuning reaches 5% from n = 4, scratch from 64 on every seed"),
+    Row("JSL-4", _transfer(finetune_from=64), FAILS, "fine-tuning needs as many samples as scratch"),
+    Row("JSL-4", _transfer(finetune_from=None), FAILS, "fine-tuning never reaches the target"),
+    Row("JSL-4", _transfer(finetune_from=[4, 64] * (SEEDS // 2)), INCONCLUSIVE,
+        "half the seeds fine-tune from 4, half from 64: the ratio is 1/16 or 1 by the resample"),
+    # JSL-5: means over seeds
+    Row("JSL-5", _real(), HOLDS, "the CNN loses 25 points, the ViT 5; structure learned on permuted images"),
+    Row("JSL-5", _real(permuted_structure=-0.2), FAILS, "the permuted images' structure score below its null"),
+    Row("JSL-5", _real(cnn_permuted=0.93), FAILS, "the CNN loses less than the ViT"),
+    Row("JSL-5", _real(permuted_structure=[-0.2, 0.15, -0.15, 0.2, -0.2, 0.15, -0.15, 0.12]), INCONCLUSIVE,
+        "the permuted structure score straddles its null (mean -0.01)"),
+    Row("JSL-5", _real(natural_structure=-0.1, permuted_structure=-0.2), INCONCLUSIVE,
+        "the natural-image ViT's score below its null: the positive control failed",
+        unmet="natural_structure_over_null", criteria=FAILS),
+    # JSL-6: a difference of two groups' means (Welch)
+    Row("JSL-6", _real(), HOLDS, "the positional ViT 1 point below the vanilla one"),
+    Row("JSL-6", _real(vit_positional_natural=0.80), FAILS, "the positional ViT 10 points below"),
+    Row("JSL-6", _real(vit_positional_natural=[0.82, 0.92, 0.83, 0.91, 0.82, 0.92, 0.83, 0.90]), INCONCLUSIVE,
+        "the positional ViT's seeds straddle 3 points below (mean 3.1 below)"),
+]
+
+
+@pytest.mark.parametrize("row", params(ROWS))
+def test_verdict(tmp_path, row):
+    check(PAPER, row, tmp_path)
+
+
+def test_every_claim_has_its_three_outcomes_and_every_condition_unmet():
+    assert missing_rows(PAPER, ROWS) == []
