@@ -79,11 +79,20 @@ def test_default_learning_rates_concentrate_attention(default_params):
     assert log[400]["attn_relevant_query"] > 0.9
 
 
-def test_token_sampling_trains(small_params):
+def test_token_sampling_trains_on_its_own_seeded_draws_and_still_learns(small_params):
+    """Half of each example's tokens per step: other steps than with all tokens, the same ones on a
+    rerun, and every seed's training loss still falls (20 small steps: from 1.006 to 0.998 at most, as on
+    all tokens; a step on nothing, or against the gradient, would not lower it)."""
     train, test = _small_data(small_params)
-    cfg = replace(small_params.train.li_vit, token_fraction=0.5)
-    models = train_li_vit(train, test, cfg, CPU, progress=False)
-    assert all(torch.isfinite(p).all() for model in models for p in model.parameters())
+    losses = []
+    half = replace(small_params.train.li_vit, token_fraction=0.5)
+    models = train_li_vit(train, test, half, CPU, progress=False,
+                          on_log=lambda step, per_seed: losses.append([seed["train"]["loss"] for seed in per_seed]))
+    again = train_li_vit(train, test, half, CPU, progress=False)
+    every = train_li_vit(train, test, replace(half, token_fraction=1.0), CPU, progress=False)
+    for model, rerun, full in zip(models, again, every):
+        assert torch.equal(model.W_Q, rerun.W_Q) and not torch.equal(model.W_Q, full.W_Q)
+    assert all(last < first for first, last in zip(losses[0], losses[-1]))
 
 
 def test_diverging_run_names_the_learning_rates(small_params):
