@@ -1,0 +1,195 @@
+"""[PK22]'s verdict table: every claim planted to hold, not hold and be inconclusive, and each condition
+planted unmet, judged by `evaluate` from artifacts written as the pipeline writes them."""
+
+import pytest
+from verdict_tables import SEEDS, Row, check, missing_rows, params, per_seed, wiggle
+
+from vitheory.core.artifacts import write_table
+from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
+from vitheory.core.paths import artifact
+from vitheory.pk22 import feature_maps, hessian, lesion, noise, trainings
+from vitheory.pk22.claims import PAPER
+from vitheory.pk22.tables import table_path
+
+# --- PK-1, PK-6: trainings on fractions of the data --------------------------------------------------
+
+# per fraction: (training NLL, training error, test error)
+VIT_UNDERFITS = {0.1: (1.0, 0.30, 0.50), 0.25: (0.6, 0.15, 0.35), 1.0: (0.2, 0.05, 0.20)}
+VIT_OVERFITS = {0.1: (0.01, 0.0, 0.50), 0.25: (0.05, 0.01, 0.35), 1.0: (0.2, 0.05, 0.20)}
+CNN = {0.1: (0.05, 0.01, 0.40), 0.25: (0.03, 0.0, 0.30), 1.0: (0.01, 0.0, 0.15)}
+ALTERNET = {0.1: (0.05, 0.01, 0.35), 0.25: (0.03, 0.0, 0.25), 1.0: (0.01, 0.0, 0.12)}
+
+
+def _trainings(vit=VIT_UNDERFITS, cnn=CNN, alternet=ALTERNET):
+    """8 seeds of each model (one profile for all, or one per seed); a seed's spread is the same for every
+    model at a fraction, so a difference of models is the planted one on every seed."""
+    def build(root):
+        rows = [(model, fraction, seed, *(v + wiggle(seed, 3 * i + j, 0.003) for j, v in enumerate(entries[:2])),
+                 0.5, entries[2] + wiggle(seed, 3 * i + 2, 0.003))
+                for model, profiles in (("vit", vit), ("cnn", cnn), ("alternet", alternet))
+                for seed, profile in enumerate(per_seed(profiles))
+                for i, (fraction, entries) in enumerate(profile.items())]
+        write_table(root / artifact("pk_train_runs"), list(trainings.COLUMNS), rows)
+    return build
+
+
+def _vit_sharing(shares):
+    """The underfitting ViT whose training error rises by `share` of its test error's rise, one per seed."""
+    return [VIT_UNDERFITS | {0.1: (1.0, 0.05 + 0.30 * share, 0.50)} for share in shares]
+
+
+def _alternet_small_data(gaps):
+    """AlterNet at the CNN's small-data test errors plus one gap per seed."""
+    return [ALTERNET | {f: (0.05, 0.01, CNN[f][2] + gap) for f in (0.1, 0.25)} for gap in gaps]
+
+
+# --- PK-2, PK-8: the Hessian -----------------------------------------------------------------------
+
+HESSIAN_MODELS = ("vit", "cnn", "vit_gap", "vit_small", "alternet")
+SHARES_HOLD = {"vit": 0.2, "cnn": 0.05, "vit_gap": 0.1, "vit_small": 0.3, "alternet": 0.1}
+LAMBDA_MAX_HOLD = {"vit": 10.0, "cnn": 10.0, "vit_gap": 10.0, "vit_small": 10.0, "alternet": 5.0}
+
+
+def _hessians(batches=2, **changes):
+    """8 seeds of two mini-batches per model: the top eigenvalues, both ends of the spectrum and a density
+    of two nodes, +1 and -1, weighted so that the negative curvature share is the planted one. `changes`:
+    `<model>_share` or `<model>_max`, a scalar or one per seed."""
+    share = {m: changes.get(f"{m}_share", SHARES_HOLD[m]) for m in HESSIAN_MODELS}
+    largest = {m: changes.get(f"{m}_max", LAMBDA_MAX_HOLD[m]) for m in HESSIAN_MODELS}
+
+    def build(root):
+        spectra, density = [], []
+        for model in HESSIAN_MODELS:
+            for seed in range(SEEDS):
+                for batch in range(batches):
+                    high, s = per_seed(largest[model])[seed], per_seed(share[model])[seed] + wiggle(seed, batch)
+                    spectra += [(model, seed, batch, "top", 0, high), (model, seed, batch, "top", 1, -s * high),
+                                (model, seed, batch, "min", 0, -s * high), (model, seed, batch, "max", 0, high)]
+                    density += [(model, seed, batch, 0, 0, 1.0, 1 - s), (model, seed, batch, 0, 1, -1.0, s)]
+        write_table(root / table_path("hessian"), list(hessian.COLUMNS), spectra)
+        write_table(root / table_path("density"), list(hessian.DENSITY_COLUMNS), density)
+    return build
+
+
+# --- PK-3, PK-4: feature maps across blocks --------------------------------------------------------
+
+BLOCKS = {"vit": ("embed", "msa", "mlp", "msa", "mlp"), "cnn": ("stem", "conv", "conv"),
+          "alternet": ("stem", "conv", "msa")}
+CLAIMED = {("vit", "msa"): -0.5, ("vit", "mlp"): 0.3, ("cnn", "conv"): 0.3, ("alternet", "msa"): -0.4,
+           ("alternet", "conv"): 0.2}  # each kind's change across a block, with the claimed sign
+REVERSED = {block: -change for block, change in CLAIMED.items()}
+
+
+def _profiles(high_frequency=CLAIMED, variance=CLAIMED):
+    """8 seeds' profiles, one feature map per block at one size: each block changes the high-frequency log
+    amplitude and the variance by its kind's change (a scalar, or one per seed)."""
+    def build(root):
+        rows = []
+        for model, kinds in BLOCKS.items():
+            for seed in range(SEEDS):
+                level = {"high_frequency": 0.0, "variance": 1.0}
+                for index, kind in enumerate(kinds):
+                    if index:
+                        for k, (quantity, changes) in enumerate((("high_frequency", high_frequency),
+                                                                 ("variance", variance))):
+                            level[quantity] += per_seed(changes[model, kind])[seed] + wiggle(seed, index + k, 0.02)
+                    rows.append((model, seed, index, kind, index / len(kinds), 64, level["high_frequency"],
+                                 level["variance"]))
+        write_table(root / table_path("profiles"), list(feature_maps.COLUMNS), rows)
+    return build
+
+
+# --- PK-5: band-passed noise -----------------------------------------------------------------------
+
+VIT_DROPS = {0.0: 0.1, 0.25: 0.2, 0.5: 0.1, 1.0: 0.05}  # robust to high frequencies
+CNN_DROPS = {0.0: 0.2, 0.25: 0.05, 0.5: 0.1, 1.0: 0.2}  # fragile to them
+
+
+def _noise(vit=VIT_DROPS, cnn=CNN_DROPS, clean=0.9):
+    """8 seeds' accuracy drop per band (each a scalar, or one per seed), both normalisations alike."""
+    def build(root):
+        rows = [(model, seed, normalisation, f, clean, per_seed(drop)[seed] + wiggle(seed, i))
+                for model, drops in (("vit", vit), ("cnn", cnn)) for seed in range(SEEDS)
+                for normalisation in noise.NORMALISATIONS for i, (f, drop) in enumerate(drops.items())]
+        write_table(root / table_path("noise"), list(noise.COLUMNS), rows)
+    return build
+
+
+# --- PK-7: lesions ---------------------------------------------------------------------------------
+
+
+def _lesions(margin):
+    """8 seeds: AlterNet's two stages each closed by attention, whose removal costs `margin` (one per seed, or
+    a scalar) more than the worst earlier block's; the ViT as one stage of three blocks (described)."""
+    def build(root):
+        rows = []
+        for seed in range(SEEDS):
+            closing = 0.05 + per_seed(margin)[seed] + wiggle(seed)
+            alternet = [(0, 0, "conv", 0.05), (0, 1, "msa", closing), (1, 0, "conv", 0.03), (1, 1, "conv", 0.05),
+                        (1, 2, "msa", closing)]
+            vit = [(0, block, kind, drop) for block, (msa, mlp) in enumerate(((0.02, 0.2), (0.05, 0.1), (0.3, 0.4)))
+                   for kind, drop in (("msa", msa), ("mlp", mlp))]
+            rows += [(model, seed, index, kind, stage, position, drop) for model, blocks in
+                     (("alternet", alternet), ("vit", vit)) for index, (stage, position, kind, drop) in enumerate(blocks)]
+        write_table(root / table_path("lesion"), list(lesion.COLUMNS), rows)
+    return build
+
+
+ALTERNATING = [-1, 1, -1, 1.1, -1, 1, -1, 1]  # half the seeds each way, the mean slightly positive
+
+ROWS = [
+    # PK-1: means over seeds of the rises from all the data to the smallest fraction
+    Row("PK-1", _trainings(), HOLDS, "training NLL and error rise with the test error on every seed"),
+    Row("PK-1", _trainings(vit=VIT_OVERFITS), FAILS, "the ViT fits its few images: overfitting"),
+    Row("PK-1", _trainings(vit=_vit_sharing([0.2, 0.8, 0.25, 0.75, 0.2, 0.8, 0.25, 0.7])), INCONCLUSIVE,
+        "the share of the test error's rise seen in training straddles 0.5 (0.49)"),
+    # PK-6
+    Row("PK-6", _trainings(), HOLDS, "AlterNet 5 points under the CNN on small data on every seed"),
+    Row("PK-6", _trainings(alternet=_alternet_small_data([0.05] * SEEDS)), FAILS, "AlterNet 5 points over the CNN"),
+    Row("PK-6", _trainings(alternet=_alternet_small_data([0.04 * s for s in ALTERNATING])), INCONCLUSIVE,
+        "AlterNet 4 points over or under the CNN by seed (mean 0.05 over)"),
+    Row("PK-6", _trainings(cnn=CNN | {0.1: (0.0, 0.0, 0.005), 0.25: (0.0, 0.0, 0.005)},
+                           alternet=ALTERNET | {0.1: (0.0, 0.0, 0.008), 0.25: (0.0, 0.0, 0.008)}),
+        INCONCLUSIVE, "both models at their ceiling on small data, AlterNet 0.3 points over",
+        unmet="least_test_error_small_data", criteria=FAILS),
+    # PK-2: differences of negative curvature shares (Welch over the models' seeds)
+    Row("PK-2", _hessians(), HOLDS, "the ViT's share over the CNN's, the small-data ViT's over it, GAP's under it"),
+    Row("PK-2", _hessians(vit_share=0.05, cnn_share=0.2), FAILS, "the CNN's share over the ViT's"),
+    Row("PK-2", _hessians(vit_gap_share=[0.2 + 0.05 * s for s in ALTERNATING]), INCONCLUSIVE,
+        "GAP's share 5 points over or under the ViT's by seed (mean 0.06 points over)"),
+    # PK-8: a log ratio of lambda_max, mean over seeds
+    Row("PK-8", _hessians(), HOLDS, "AlterNet's lambda_max half the CNN's on every seed"),
+    Row("PK-8", _hessians(alternet_max=20.0), FAILS, "AlterNet's lambda_max twice the CNN's"),
+    Row("PK-8", _hessians(alternet_max=[10 + 4 * s for s in ALTERNATING]), INCONCLUSIVE,
+        "AlterNet's lambda_max 4 over or under the CNN's by seed (mean over)"),
+    # PK-3, PK-4: paired changes across blocks, decided by the exact sign-flip test over seeds
+    Row("PK-3", _profiles(), HOLDS, "attention lowers the high frequencies, conv and MLP raise them, on every seed"),
+    Row("PK-3", _profiles(high_frequency=REVERSED), FAILS, "every block's sign reversed on every seed"),
+    Row("PK-3", _profiles(high_frequency=CLAIMED | {("vit", "msa"): [0.5 * s for s in ALTERNATING]}), INCONCLUSIVE,
+        "the ViT's attention lowers them on half the seeds, raises them on half"),
+    Row("PK-4", _profiles(), HOLDS, "attention lowers the variance, conv and MLP raise it, on every seed"),
+    Row("PK-4", _profiles(variance=REVERSED), FAILS, "every block's sign reversed on every seed"),
+    Row("PK-4", _profiles(variance=CLAIMED | {("alternet", "msa"): [0.4 * s for s in ALTERNATING]}), INCONCLUSIVE,
+        "AlterNet's attention lowers it on half the seeds, raises it on half"),
+    # PK-5: profiles over frequency, mean over seeds
+    Row("PK-5", _noise(), HOLDS, "the ViT robust to high frequencies, the CNN fragile"),
+    Row("PK-5", _noise(vit=CNN_DROPS, cnn=VIT_DROPS), FAILS, "the profiles swapped"),
+    Row("PK-5", _noise(vit=VIT_DROPS | {1.0: [0.35 + 0.1 * s for s in ALTERNATING]}, clean=1.0), INCONCLUSIVE,
+        "the ViT's high-frequency drop straddles the CNN's profile by seed (mean 0.1 points over)"),
+    Row("PK-5", _noise(vit=CNN_DROPS, cnn=VIT_DROPS, clean=0.55), INCONCLUSIVE,
+        "the CNN left at 35% under high-frequency noise (collapsed), profiles swapped",
+        unmet="least_noisy_accuracy", criteria=FAILS),
+    # PK-7: paired margins of the closing attention block
+    Row("PK-7", _lesions(0.1), HOLDS, "the closing attention block costs 10 points more on every seed"),
+    Row("PK-7", _lesions(-0.04), FAILS, "an earlier block costs more on every seed"),
+    Row("PK-7", _lesions([0.03 * s for s in ALTERNATING]), INCONCLUSIVE, "3 points more or less by seed"),
+]
+
+
+@pytest.mark.parametrize("row", params(ROWS))
+def test_verdict(tmp_path, row):
+    check(PAPER, row, tmp_path)
+
+
+def test_every_claim_has_its_three_outcomes_and_every_condition_unmet():
+    assert missing_rows(PAPER, ROWS) == []
