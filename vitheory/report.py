@@ -50,6 +50,9 @@ def _units(check: dict[str, Any]) -> str:
     return ", ".join(f"{group} {n}" for group, n in check["units"].items()) or "none (no spread)"
 
 
+AFFORDABLE_SEEDS = 1000  # beyond this, a power line says the effect is too small to decide, not a count
+
+
 def method_text(check: dict[str, Any]) -> str:
     """The interval's method, its coverage where it is not the nominal one, and a paired test's p-values."""
     said = check["method"]
@@ -67,8 +70,11 @@ def power_line(criterion: str, check: dict[str, Any]) -> str | None:
         return None
     needed = check.get("seeds_needed")
     if needed is None:
-        return (f"`{criterion}`: no number of seeds can be planned from this run (no effect or no spread "
-                "measured, or the quantity could not be measured)")
+        return (f"`{criterion}`: no number of seeds can be planned from this run (its value sits on the threshold, "
+                "as a step statistic's can, or it has no spread, or it could not be measured)")
+    if needed > AFFORDABLE_SEEDS:
+        return (f"`{criterion}`: more than {AFFORDABLE_SEEDS:,} seeds per group: the measured effect is too small "
+                f"against its spread to decide at any affordable count (about {needed:,})")
     return f"`{criterion}`: about {needed} seeds per group would decide it at the measured effect and spread"
 
 
@@ -114,7 +120,8 @@ def claim_section(record: dict[str, Any], regime: str, confidence: float) -> lis
                 df = "" if check["df"] is None else f" ({check['df']:.1f})"
                 lines.append(f"| {setting} | {kind}{criterion} | {fmt(judged['measured'][quantity])} | "
                              f"{interval_text(check['interval'])} | {method_text(check)} | {_units(check)}{df} | "
-                             f"{fmt(check['margin'])} | {check['verdict']} |")
+                             f"{fmt(check['margin'])} | {check['verdict']}"
+                             + (f" ({check['reason']})" if "reason" in check else "") + " |")
         lines.append(f"| {setting} | **claim** | | | | | | **{judged['verdict']}** |")
     power = [line for kind, checks in (("", record["criteria"]), ("condition: ", record["conditions"]))
              for criterion, check in checks.items() if (line := power_line(f"{kind}{criterion}", check))]

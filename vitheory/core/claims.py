@@ -511,6 +511,8 @@ def _checks(criteria: Sequence[Criterion], measured: Measured, found: dict[str, 
             check["unmeasured_resamples"] = interval.unmeasured
         if c.smallest_effect is not None:
             check["smallest_effect"] = {"value": c.smallest_effect, "source": c.smallest_effect_source}
+            if verdict == FAILS and c.negligible(interval.ends):
+                check["reason"] = f"the effect, if any, is smaller than {c.smallest_effect:g}"
         if verdict == INCONCLUSIVE:
             check["seeds_needed"] = seeds_needed(c, value, interval, cfg.confidence)
         checks[str(c)] = check
