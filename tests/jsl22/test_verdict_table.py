@@ -7,6 +7,7 @@ from verdict_tables import SEEDS, Row, check, missing_rows, params, per_seed, wi
 from vitheory.core.artifacts import write_json, write_table
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
 from vitheory.core.paths import artifact, run_name, runs
+from vitheory.jsl22 import pos_dim
 from vitheory.jsl22.claims import PAPER
 from vitheory.jsl22.training import TRANSFER_COLUMNS
 
@@ -92,6 +93,31 @@ def _real(natural_structure=0.4, permuted_structure=0.3, **accuracies):
     return build
 
 
+# --- JSL-7: the hand-built transformer; JSL-8: the d_p sweep ------------------------------------------
+
+
+def _handbuilt(associating=2, unassociated=1, wrong_sets=340, glm_error=0.16, examples=2000):
+    """Errors of each construction on `examples` test examples, and train_spatial's linear model (8 seeds)."""
+    def build(root):
+        models = {name: {"errors": errors, "examples": examples, "pos_exact": 0.0, "attn_exact": 1.0,
+                         "own_set_mass": 1.0}
+                  for name, errors in (("associating", associating), ("unassociated", unassociated),
+                                       ("wrong_sets", wrong_sets))}
+        write_json(root / artifact("handbuilt_metrics"), {"models": models})
+        write_json(root / artifact("spatial_metrics"), {"runs": {"glm": [
+            {"error_rate": glm_error + wiggle(seed, 1)} for seed in range(SEEDS)]}})
+    return build
+
+
+def _pos_dims(narrow=0.2, wide=0.95):
+    """8 seeds at d_p = 32 and 128: the share of patches meeting Definition 2.2 (a scalar, or one per seed)."""
+    def build(root):
+        rows = [(width, seed, 0, 0.05, per_seed(exact)[seed] + wiggle(seed, k, 0.01), 0.5, 0.5)
+                for k, (width, exact) in enumerate(((32, narrow), (128, wide))) for seed in range(SEEDS)]
+        write_table(root / artifact("pos_dim_runs"), list(pos_dim.COLUMNS), rows)
+    return build
+
+
 ROWS = [
     # JSL-1: medians over seeds, the order-statistic interval ([min, max] at 8 seeds)
     Row("JSL-1", _spatial(), HOLDS, "the ViT at 2% and the linear model at 16% on every seed"),
@@ -135,6 +161,19 @@ ROWS = [
     Row("JSL-6", _real(vit_positional_natural=0.80), FAILS, "the positional ViT 10 points below"),
     Row("JSL-6", _real(vit_positional_natural=[0.82, 0.92, 0.83, 0.91, 0.82, 0.92, 0.83, 0.90]), INCONCLUSIVE,
         "the positional ViT's seeds straddle 3 points below (mean 3.1 below)"),
+    # JSL-7: Clopper-Pearson over test examples, the linear model's median over seeds
+    Row("JSL-7", _handbuilt(), HOLDS, "2 and 1 errors in 2000, the wrong partition 17%, the linear model 16%"),
+    Row("JSL-7", _handbuilt(associating=100), FAILS, "the associating construction errs 5%"),
+    Row("JSL-7", _handbuilt(glm_error=0.05), FAILS, "the linear model at 5%, under Theorem 3.1's 1/8"),
+    Row("JSL-7", _handbuilt(unassociated=18), INCONCLUSIVE, "18 errors in 2000: [0.5%, 1.4%] holds 1%"),
+    Row("JSL-7", _handbuilt(associating=100, wrong_sets=50), INCONCLUSIVE,
+        "the wrong partition errs 2.5%: the error measure does not see the sets", unmet="wrong_sets_test_error",
+        criteria=FAILS),
+    # JSL-8: a paired direction over 8 seeds
+    Row("JSL-8", _pos_dims(), HOLDS, "every seed associates at d_p = 128 and not at 32"),
+    Row("JSL-8", _pos_dims(narrow=0.95, wide=0.2), FAILS, "every seed associates at 32 and not at 128"),
+    Row("JSL-8", _pos_dims(wide=[0.9, 0.1] * (SEEDS // 2)), INCONCLUSIVE,
+        "half the seeds gain 0.7 at 128, half lose 0.1: the sign-flip test rejects neither side"),
 ]
 
 

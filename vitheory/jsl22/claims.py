@@ -9,12 +9,24 @@ from pathlib import Path
 from typing import Any
 
 from vitheory.core.artifacts import read_json, read_table
-from vitheory.core.claims import MEAN, MEDIAN, SHARE, STEP, Claim, Criterion, Measured, Paper, Samples, Variant
+from vitheory.core.claims import (
+    MEAN,
+    MEDIAN,
+    PAIRED,
+    SHARE,
+    STEP,
+    Claim,
+    Criterion,
+    Measured,
+    Paper,
+    Samples,
+    Variant,
+)
 from vitheory.core.errors import ArtifactError
 from vitheory.core.figures import figure_path
 from vitheory.core.paths import artifact, run_name, runs
 from vitheory.images.params import training_regime
-from vitheory.jsl22 import figures
+from vitheory.jsl22 import figures, pos_dim
 from vitheory.jsl22.training import TRANSFER_COLUMNS, samples_needed
 
 
@@ -227,6 +239,69 @@ def _jsl6_statistics(samples: Samples) -> Measured:
             "positional_minus_vanilla": statistics.mean(positional) - statistics.mean(vanilla)}
 
 
+def _jsl7_regime(params: Any) -> str:
+    data, built = params.generate.spatial, params.handbuilt
+    return (f"No training: the spatial data's test split (D = {data.n_patches}, C = {data.set_size}, d = {data.dim}, "
+            f"q = {data.q}, {data.n_test} examples), v = w*, attention {built.gap:g} higher on a patch's own set "
+            f"before the softmax; the qk construction's P has d_p = {built.pos_dim} (seed {built.seed}). The linear "
+            f"model is train_spatial's ({params.spatial.seeds} seeds).")
+
+
+def _jsl7_samples(root: Path) -> Samples:
+    """Units: each test example's error (0 or 1) under each construction, i.i.d. draws of the data model
+    (the constructions have no seed to vary); each linear-model seed's test error (train_spatial)."""
+    built = read_json(root / artifact("handbuilt_metrics"))["models"]
+    glm = read_json(root / artifact("spatial_metrics"))["runs"]["glm"]
+    found: dict[str, list] = {name: [1] * model["errors"] + [0] * (model["examples"] - model["errors"])
+                              for name, model in built.items()}
+    return found | {"glm": glm, "settings": [{name: model for name, model in built.items()}]}
+
+
+def _jsl7_statistics(samples: Samples) -> Measured:
+    models = samples["settings"][0]
+    return {"associating_test_error": statistics.mean(samples["associating"]),
+            "unassociated_test_error": statistics.mean(samples["unassociated"]),
+            "wrong_sets_test_error": statistics.mean(samples["wrong_sets"]),
+            "glm_test_error": _median(samples, "glm", "error_rate"),
+            # Definition 2.2 on P P^T and on the attention map, and the attention's mass on the own set
+            **{f"{name}_{key}": model[key] for name, model in models.items()
+               for key in ("pos_exact", "attn_exact", "own_set_mass")}}
+
+
+def _jsl8_regime(params: Any) -> str:
+    sweep, data = params.pos_dim_sweep, params.generate.spatial
+    return (f"The spatial recipe (lr {params.spatial.lr_mixing} on P, {params.spatial.lr_readout} on v, "
+            f"{params.spatial.steps} steps, P ~ N(0, {params.spatial.vit.pos_init_std}^2)) at D = {data.n_patches}, "
+            f"d_p in {list(sweep.pos_dims)}, {sweep.seeds} seeds per width; a diverged seed counts as no "
+            "association and error 1.")
+
+
+def _jsl8_samples(root: Path) -> Samples:
+    """Units: each seed's runs at every d_p (a seed index draws its own initialisation at each width)."""
+    rows = read_table(root / artifact("pos_dim_runs"), pos_dim.COLUMNS)
+    return {"seeds": [{row["pos_dim"]: row for row in rows if row["seed"] == seed}
+                      for seed in sorted({row["seed"] for row in rows})]}
+
+
+def _jsl8_statistics(samples: Samples) -> Measured:
+    """The share of patches meeting Definition 2.2 on the attention map and the test error, mean over seeds
+    per d_p (a diverged run: 0 and 1, it did not learn); the largest d_p against the smallest."""
+    widths = sorted(samples["seeds"][0])
+
+    def mean(width: int, name: str, diverged: float) -> float:
+        return statistics.mean(diverged if unit[width]["diverged"] else unit[width][name] for unit in samples["seeds"])
+
+    measured: Measured = {}
+    for width in widths:
+        measured |= {f"exact_at_{width}": mean(width, "attn_exact", 0.0),
+                     f"test_error_at_{width}": mean(width, "error_rate", 1.0),
+                     f"diverged_at_{width}": mean(width, "diverged", 1.0)}
+    low, high = widths[0], widths[-1]
+    return measured | {"exact_largest_minus_smallest_pos_dim": measured[f"exact_at_{high}"] - measured[f"exact_at_{low}"],
+                       "test_error_smallest_minus_largest_pos_dim":
+                           measured[f"test_error_at_{low}"] - measured[f"test_error_at_{high}"]}
+
+
 PAPER = Paper(
     key="JSL22",
     citation=("Jelassi, Sander, Li. Vision Transformers provably learn spatial structure. NeurIPS 2022, "
@@ -365,6 +440,55 @@ PAPER = Paper(
             samples=_real_samples,
             statistics=_jsl6_statistics,
             regime=lambda params: training_regime(params.images, params.real),
+        ),
+        Claim(
+            id="JSL-7",
+            statement=("Theorem 3.2: a one-layer transformer exists that solves the task (test error d^-omega(1)); "
+                       "written down, it needs no training: v = w* and attention that spreads each patch over its "
+                       "own set. The paper's point is that it need not show the sets on P P^T: the qk form does the "
+                       "same with P P^T random."),
+            metric=("test error (share of the spatial data's test examples misclassified; Clopper-Pearson over the "
+                    "examples) of the hand-built positional-attention ViT whose P P^T is the sets' block matrix, and "
+                    "of the qk one whose P is random (P P^T meets Definition 2.2 on no patch) and whose W_K makes "
+                    "the scores that block matrix; the median test error of train_spatial's linear model as the "
+                    "contrast; the same readout attending to a random wrong partition as the negative control"),
+            criteria=(Criterion("associating_test_error", "<=", 0.01,
+                                ("ours: Theorem 3.2 gives error d^-omega(1), an asymptotic rate without a constant; "
+                                 "at d = 32, 1% is well under the linear model's 1/8 and chance's 1/2"), SHARE,
+                                group="associating", bounds=(0.0, 1.0)),
+                      Criterion("unassociated_test_error", "<=", 0.01,
+                                ("ours: as for the associating construction: Theorem 3.2's transformer generalises "
+                                 "without P P^T showing the sets"), SHARE, group="unassociated", bounds=(0.0, 1.0)),
+                      Criterion("glm_test_error", ">=", 0.125,
+                                ("paper: [JSL22] Theorem 3.1: a generalized linear model g has "
+                                 "Pr[f*(X) g(X) <= 0] >= 1/8"), MEDIAN, group="glm", bounds=(0.0, 1.0))),
+            # the error measure must see the sets: the same readout on a wrong partition pools signal patches
+            # with random ones and cannot solve the task
+            conditions=(Criterion("wrong_sets_test_error", ">=", 0.125,
+                                  ("ours: negative control: attention on a random wrong partition must err at least "
+                                   "as the linear model's 1/8, or a small error owes nothing to the sets"), SHARE,
+                                  group="wrong_sets", bounds=(0.0, 1.0)),),
+            evidence=(artifact("handbuilt_metrics"), artifact("spatial_metrics")),
+            samples=_jsl7_samples,
+            statistics=_jsl7_statistics,
+            regime=_jsl7_regime,
+        ),
+        Claim(
+            id="JSL-8",
+            statement=("Patch association depends on the positional width d_p relative to the D patches: trained "
+                       "the same way, wider positional encodings associate more (docs/JSL22.md: at D = 64, d_p = 16 "
+                       "failed and 128 succeeded)."),
+            metric=("per seed, the share of patches whose Top_C on the attention map is their set (Definition 2.2) at "
+                    "the largest d_p minus at the smallest (exact sign-flip test over seeds); the test error's "
+                    "difference, and both per d_p, described"),
+            criteria=(Criterion("exact_largest_minus_smallest_pos_dim", ">", 0.0,
+                                ("ours: the paper's encodings live in R^d and it states no dependence on their "
+                                 "width; the direction our prototypes saw (docs/JSL22.md), per seed"), PAIRED,
+                                group="seeds", bounds=(-1.0, 1.0)),),
+            evidence=(artifact("pos_dim_runs"),),
+            samples=_jsl8_samples,
+            statistics=_jsl8_statistics,
+            regime=_jsl8_regime,
         ),
     ),
 )

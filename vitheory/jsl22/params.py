@@ -133,9 +133,31 @@ class TransferParams(Section):
     target_error: float = knob(OPEN_FRACTION)
 
 
+@dataclass(frozen=True)
+class HandbuiltParams(Section):
+    """Theorem 3.2's transformer written down (vitheory.jsl22.handbuilt), no training."""
+
+    gap: float = knob(POSITIVE)  # own-set score minus other-set score, before the softmax
+    pos_dim: int = knob(at_least(1))  # d_p of the construction whose P P^T is random (>= D)
+    seed: int = knob(NON_NEGATIVE)  # draws that P and the negative control's wrong partition
+
+
+@dataclass(frozen=True)
+class PosDimSweepParams(Section):
+    """The spatial recipe's ViT over positional widths d_p (JSL-8), its seeds trained as one ensemble."""
+
+    pos_dims: tuple[int, ...] = knob(at_least(1))
+    seeds: int = knob(at_least(1))
+
+    def relations(self) -> Iterator[Violation]:
+        if len(self.pos_dims) < 2 or list(self.pos_dims) != sorted(set(self.pos_dims)):
+            yield "pos_dims", list(self.pos_dims), "at least two distinct widths, ascending"
+
+
 # the params.yaml keys [JSL22] owns (vitheory.papers), each to its section
 SECTIONS = {"generate.spatial": SpatialDataParams, "generate.spatial_control": SpatialControlParams,
-            "spatial": SpatialTrainParams, "control": ControlParams, "transfer": TransferParams}
+            "spatial": SpatialTrainParams, "control": ControlParams, "transfer": TransferParams,
+            "handbuilt": HandbuiltParams, "pos_dim_sweep": PosDimSweepParams}
 
 
 def relations(params: Any) -> Iterator[Violation]:
@@ -144,3 +166,7 @@ def relations(params: Any) -> Iterator[Violation]:
         yield "transfer.n_train", list(params.transfer.n_train), (
             f"<= generate.spatial.n_train ({params.generate.spatial.n_train}) (every element): scratch "
             "training is compared at sizes the pre-training could have seen")
+    if params.handbuilt.pos_dim < params.generate.spatial.n_patches:
+        yield "handbuilt.pos_dim", params.handbuilt.pos_dim, (
+            f">= generate.spatial.n_patches ({params.generate.spatial.n_patches}): the construction whose P P^T "
+            "is random needs P of full row rank")

@@ -13,8 +13,8 @@ from vitheory.core.claims import LOG, MEAN, PAIRED, SHARE, STEP, Claim, Criterio
 from vitheory.core.figures import figure_path
 from vitheory.core.paths import artifact
 from vitheory.images.params import training_regime
-from vitheory.li23 import figures, sparsify, token_keeping
-from vitheory.li23.phase import by_seed, read_runs, scaling
+from vitheory.li23 import figures, noise_sweep, sparsify, token_keeping
+from vitheory.li23.phase import by_seed, n_min, read_runs, scaling, success_rates
 
 
 def _phase_setting(params: Any) -> str:
@@ -84,6 +84,36 @@ def _li2_statistics(samples: Samples) -> Measured:
             # a seed that never reaches zero test error counts at the step budget (a lower bound): most must
             # reach it, or the means say more about the budget than about alpha*
             "vit_least_share_reaching_zero_test_error": min(statistics.mean(r) for r in reached.values())}
+
+
+def _noise_setting(params: Any) -> str:
+    sweep, phase = params.noise_sweep, params.phase
+    return (f"The phase recipe at alpha* = {sweep.alpha_star} (alpha# = {phase.data.confusion_ratio} x alpha*, "
+            f"{phase.data.n_tokens} tokens, {phase.data.noise_dist} noise) over noise radii tau in "
+            f"{list(sweep.noise_radius)} against unit patterns; N from {min(sweep.n_train)} to {max(sweep.n_train)}, "
+            f"{sweep.seeds} seeds, at most {phase.steps} SGD steps, the ViT alone.")
+
+
+def _noise_samples(root: Path) -> Samples:
+    """Units: each seed's runs at every radius (as phase_diagram's rows, the radius as alpha* is there); the
+    success-rate threshold of N_min (phase_fit's) as a setting."""
+    rows = read_table(root / artifact("noise_sweep_runs"), noise_sweep.COLUMNS)
+    fits = read_json(root / artifact("phase_metrics"))
+    return {"seeds": by_seed(rows), "settings": [{"success_rate": fits["success_rate_threshold"]}]}
+
+
+def _li6_statistics(samples: Samples) -> Measured:
+    """N_min per noise radius, as LI-1 reads it over alpha* (a censored one, never reached in the grid, is
+    infinite); the direction: it never falls as tau grows and is larger at the largest tau than at the smallest."""
+    rows = [dict(row, seed=i, alpha_star=row["noise_radius"]) for i, unit in enumerate(samples["seeds"]) for row in unit]
+    nmins = {tau: n_min(rates, samples["settings"][0]["success_rate"]) for tau, rates in success_rates(rows).items()}
+    ordered = [math.inf if n is None else n for _, n in sorted(nmins.items())]
+    floor = min(row["n_train"] for row in rows)
+    return {"n_min_grows_with_noise": float(all(a <= b for a, b in zip(ordered, ordered[1:])) and ordered[0] < ordered[-1]),
+            # the smallest tau's N_min above the grid's floor: else the grid, not the noise, sets that end
+            "n_min_above_floor_at_smallest_noise": float(ordered[0] > floor),
+            "n_min_censored": sum(n is None for n in nmins.values()),
+            **{f"n_min_at_{tau:g}": -1 if n is None else n for tau, n in nmins.items()}}
 
 
 def _li3_samples(root: Path) -> Samples:
@@ -344,6 +374,25 @@ PAPER = Paper(
             samples=_li5_samples,
             statistics=_li5_statistics,
             regime=_li5_regime,
+        ),
+        Claim(
+            id="LI-6",
+            statement=("At a fixed fraction alpha* of label-relevant tokens, the number of training samples the ViT "
+                       "needs for zero test error grows with the token noise level tau."),
+            metric=("N_min(tau), as LI-1's N_min(alpha*): the smallest N from which on at least the threshold share "
+                    "of seeds reach zero test error; the direction over the noise radii, a censored N_min ordered at "
+                    "infinity (percentile bootstrap over seeds); each radius's N_min described"),
+            criteria=(Criterion("n_min_grows_with_noise", ">=", 1.0,
+                                ("paper: [LI23] abstract: the sample complexity bound is 'positively correlated with "
+                                 "... the token noise level'; the direction"), STEP, bounds=(0.0, 1.0)),),
+            conditions=(Criterion("n_min_above_floor_at_smallest_noise", ">=", 1.0,
+                                  ("ours: as LI-1's grid condition: the smallest radius's N_min must lie above the "
+                                   "grid's smallest N, or the grid sets that end of the direction"), STEP,
+                                  bounds=(0.0, 1.0)),),
+            evidence=(artifact("noise_sweep_runs"), artifact("phase_metrics")),
+            samples=_noise_samples,
+            statistics=_li6_statistics,
+            regime=_noise_setting,
         ),
     ),
 )

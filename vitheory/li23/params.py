@@ -154,7 +154,7 @@ class GridParams(Section):
     """One phase grid: alpha* x training-set size N x seeds."""
 
     alpha_star: tuple[float, ...] = knob(Rule(lambda v: 0 < v <= 1, "in (0, 1]"))
-    n_train: tuple[int, ...] = knob(at_least(2))
+    n_train: tuple[int, ...] = knob(at_least(1))
     seeds: int = knob(at_least(1))
 
 
@@ -187,6 +187,20 @@ class PhaseParams(Section):
                 for key, value, allowed in cell_tokens(self.data, alpha, self.data.seed).relations():
                     yield (f"grids.{name}.alpha_star", list(grid.alpha_star),
                            f"such that every cell's data is valid: {key} {allowed}")
+
+
+@dataclass(frozen=True)
+class NoiseSweepParams(Section):
+    """LI-6: the phase diagram's ViT recipe over token noise radii tau at one alpha* (phase.data otherwise)."""
+
+    alpha_star: float = knob(Rule(lambda v: 0 < v <= 1, "in (0, 1]"))
+    noise_radius: tuple[float, ...] = knob(NON_NEGATIVE)
+    n_train: tuple[int, ...] = knob(at_least(1))
+    seeds: int = knob(at_least(1))
+
+    def relations(self) -> Iterator[Violation]:
+        if len(self.noise_radius) < 2 or list(self.noise_radius) != sorted(set(self.noise_radius)):
+            yield "noise_radius", list(self.noise_radius), "at least two distinct radii, ascending"
 
 
 # --- sparsify (LI-4), sparsify_real (LI-5) -----------------------------------------------------------
@@ -230,7 +244,7 @@ class SparsifyRealParams(Section):
 
 # the params.yaml keys [LI23] owns (vitheory.papers), each to its section
 SECTIONS = {"generate.li_tokens": LiTokensParams, "train.li_vit": LiVitTrainParams, "phase": PhaseParams,
-            "sparsify": SparsifyParams, "sparsify_real": SparsifyRealParams}
+            "noise_sweep": NoiseSweepParams, "sparsify": SparsifyParams, "sparsify_real": SparsifyRealParams}
 
 
 def relations(params: Any) -> Iterator[Violation]:
@@ -238,3 +252,8 @@ def relations(params: Any) -> Iterator[Violation]:
     n_train = params.generate.li_tokens.n_train
     if params.train.li_vit.batch_size > n_train:
         yield "train.li_vit.batch_size", params.train.li_vit.batch_size, f"<= generate.li_tokens.n_train ({n_train})"
+    sweep, data = params.noise_sweep, params.phase.data
+    if max(sweep.n_train) > data.pool_size:
+        yield "noise_sweep.n_train", list(sweep.n_train), f"<= phase.data.pool_size ({data.pool_size}) (every element)"
+    for key, value, allowed in cell_tokens(data, sweep.alpha_star, data.seed).relations():
+        yield "noise_sweep.alpha_star", sweep.alpha_star, f"such that the sweep's data is valid: {key} {allowed}"

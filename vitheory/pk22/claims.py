@@ -280,6 +280,42 @@ def _pk5_statistics(samples: Samples) -> Measured:
                                     for model in ("vit", "cnn") for f in samples[model][0] if f > 0)}
 
 
+def _stages(profile: list[dict]) -> list[list[dict]]:
+    """The profile's stages: runs of consecutive blocks with the same number of tokens (a downsampling block
+    opens the next), the stem's embedding left out."""
+    found: list[list[dict]] = []
+    for row in profile:
+        if row["kind"] == "embed":
+            continue
+        if found and found[-1][-1]["tokens"] == row["tokens"]:
+            found[-1].append(row)
+        else:
+            found.append([row])
+    return found
+
+
+def _stage_ends(profile: list[dict]) -> tuple[float, float | None]:
+    """log(variance at a stage's last block / the largest variance of the stage's blocks before it), mean over
+    the stages of two blocks or more; and log(variance at the next stage's first block / at the last block),
+    mean over stage boundaries (None with one stage): a peak falls after it, a steady rise does not."""
+    stages = _stages(profile)
+    ends = [math.log(stage[-1]["variance"] / max(row["variance"] for row in stage[:-1]))
+            for stage in stages if len(stage) > 1]
+    after = [math.log(following[0]["variance"] / stage[-1]["variance"]) for stage, following in zip(stages, stages[1:])]
+    return statistics.mean(ends), statistics.mean(after) if after else None
+
+
+def _pk9_statistics(samples: Samples) -> Measured:
+    measured: Measured = {}
+    for model in ("alternet", "cnn"):
+        ends = [_stage_ends(profile) for profile in samples[model]]
+        boundaries = [after for _, after in ends if after is not None]
+        measured |= {f"{model}_stage_end_log_variance_over_earlier": statistics.mean(end for end, _ in ends),
+                     f"{model}_log_variance_change_into_next_stage": statistics.mean(boundaries) if boundaries else None,
+                     f"{model}_stages": len(_stages(samples[model][0]))}
+    return measured
+
+
 PAPER = Paper(
     key="PK22",
     citation="Park, Kim. How Do Vision Transformers Work? ICLR 2022, arXiv 2202.06709.",
@@ -453,6 +489,28 @@ PAPER = Paper(
             samples=_hessian_samples,
             statistics=_pk8_statistics,
             regime=_pk8_regime,
+        ),
+        Claim(
+            id="PK-9",
+            statement=("Feature-map variance peaks at the end of each stage ([PK22]: ResNet's does, and AlterNet puts "
+                       "its MSAs there): it accumulates across a stage's blocks and is largest at its last one, for "
+                       "AlterNet and the CNN."),
+            metric=("per seed, log(feature-map variance at each stage's last block / the largest at the stage's "
+                    "earlier blocks), mean over the stages of two blocks or more (a stage: consecutive blocks with "
+                    "the same tokens; the stem left out), for AlterNet and for the CNN of its shape; described: "
+                    "the log change from a stage's last block into the next stage's first, negative where the "
+                    "variance peaks and falls, positive where it only rises steadily (what the committed CNN shows)"),
+            criteria=(Criterion("alternet_stage_end_log_variance_over_earlier", ">", 0.0,
+                                ("paper: [PK22] as its summary reads it: 'ResNet's variance has its peak at the end "
+                                 "of each stage', where AlterNet places its MSAs; the sign, per seed"), PAIRED, group="alternet"),
+                      Criterion("cnn_stage_end_log_variance_over_earlier", ">", 0.0,
+                                ("paper: [PK22] as its summary reads it: 'ResNet's variance has its peak at the end "
+                                 "of each stage'; the CNN, our ResNet's stand-in; the sign, per seed"),
+                                PAIRED, group="cnn")),
+            evidence=(figure_path(figures.FEATURES), table_path("profiles")),
+            samples=_profile_samples,
+            statistics=_pk9_statistics,
+            regime=_feature_maps_regime,
         ),
     ),
 )
