@@ -7,7 +7,7 @@ from verdict_tables import SEEDS, Row, check, missing_rows, params, per_seed, wi
 from vitheory.core.artifacts import write_json, write_table
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
 from vitheory.core.paths import artifact
-from vitheory.li23 import phase, sparsify, token_keeping
+from vitheory.li23 import noise_sweep, phase, sparsify, token_keeping
 from vitheory.li23.claims import PAPER
 
 # --- LI-1, LI-2: the phase grids ------------------------------------------------------------------
@@ -108,6 +108,25 @@ def _li5(**accuracies):
     return build
 
 
+# --- LI-6: N_min against the token noise ------------------------------------------------------------
+
+TAUS = (0.2, 0.5, 0.8)
+SWEEP_N = (1, 2, 4, 8, 16, 32)
+GROWING = {0.2: 2, 0.5: 8, 0.8: 32}
+
+
+def _noise_sweep(n_mins=GROWING):
+    """8 seeds' runs over the noise radii at one alpha*: a seed succeeds from its N_min on at each radius
+    (a dict, or one per seed); N_min at the half of the seeds (phase_fit's threshold 0.5)."""
+    def build(root):
+        write_json(root / artifact("phase_metrics"), {"success_rate_threshold": 0.5, "step_budget": STEP_BUDGET})
+        rows = [(tau, "vit", 0.2, n, seed, 0.0 if n >= start[tau] else 0.3, 10, 10 if n >= start[tau] else -1,
+                 int(n >= start[tau]))
+                for seed, start in enumerate(per_seed(n_mins)) for tau in TAUS for n in SWEEP_N]
+        write_table(root / artifact("noise_sweep_runs"), list(noise_sweep.COLUMNS), rows)
+    return build
+
+
 ROWS = [
     # LI-1: N_min's direction over alpha* (a step statistic: the bootstrap over seeds)
     Row("LI-1", _phase(), HOLDS, "N_min falls as alpha* grows on every seed; the CNN never reaches zero error at 0.1"),
@@ -151,6 +170,14 @@ ROWS = [
     Row("LI-5", _li5(clean=0.62, attention=0.60), INCONCLUSIVE,
         "the marker costs 2 points: the shortcut was not learned; keeping fails too",
         unmet="spurious_marker_cost", criteria=FAILS),
+    # LI-6: N_min's direction over tau (a step statistic)
+    Row("LI-6", _noise_sweep(), HOLDS, "N_min 2, 8, 32 as tau grows on every seed"),
+    Row("LI-6", _noise_sweep({0.2: 32, 0.5: 8, 0.8: 2}), FAILS, "N_min falls as tau grows on every seed"),
+    Row("LI-6", _noise_sweep([GROWING, {0.2: 2, 0.5: 8, 0.8: 4}] * (SEEDS // 2)), INCONCLUSIVE,
+        "half the seeds reach zero error from 4 at the largest tau: N_min there is 4 or 32 by the resample"),
+    Row("LI-6", _noise_sweep({0.2: 1, 0.5: 1, 0.8: 1}), INCONCLUSIVE,
+        "every radius succeeds from N = 1, the grid's floor", unmet="n_min_above_floor_at_smallest_noise",
+        criteria=FAILS),
 ]
 
 

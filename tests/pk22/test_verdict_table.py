@@ -99,6 +99,28 @@ def _profiles(high_frequency=CLAIMED, variance=CLAIMED):
     return build
 
 
+# --- PK-9: variance at the end of a stage ---------------------------------------------------------
+
+# two stages (256 tokens, then 64 after a downsampling block), the stem apart; each block's variance
+STAGES = {"alternet": (("embed", 256), ("conv", 256), ("conv", 256), ("conv", 64), ("conv", 64), ("msa", 64)),
+          "cnn": (("embed", 256), ("conv", 256), ("conv", 256), ("conv", 64), ("conv", 64), ("conv", 64))}
+PEAKS = (0.2, 0.5, 1.0, 0.6, 0.9, 1.4)  # rising to each stage's last block
+DIPS = (0.2, 1.0, 0.5, 1.4, 0.9, 0.6)  # largest at each stage's first block
+
+
+def _stage_profiles(alternet=PEAKS, cnn=PEAKS):
+    """8 seeds' two-stage profiles of AlterNet and the CNN: the variances of each block (one profile, a tuple,
+    or a list of one per seed)."""
+    def build(root):
+        rows = [(model, seed, index, kind, index / 5, tokens, 0.0,
+                 (variances if isinstance(variances, list) else [variances] * SEEDS)[seed][index]
+                 * (1 + wiggle(seed, index, 0.02)))
+                for model, variances in (("alternet", alternet), ("cnn", cnn)) for seed in range(SEEDS)
+                for index, (kind, tokens) in enumerate(STAGES[model])]
+        write_table(root / table_path("profiles"), list(feature_maps.COLUMNS), rows)
+    return build
+
+
 # --- PK-5: band-passed noise -----------------------------------------------------------------------
 
 VIT_DROPS = {0.0: 0.1, 0.25: 0.2, 0.5: 0.1, 1.0: 0.05}  # robust to high frequencies
@@ -183,6 +205,12 @@ ROWS = [
     Row("PK-7", _lesions(0.1), HOLDS, "the closing attention block costs 10 points more on every seed"),
     Row("PK-7", _lesions(-0.04), FAILS, "an earlier block costs more on every seed"),
     Row("PK-7", _lesions([0.03 * s for s in ALTERNATING]), INCONCLUSIVE, "3 points more or less by seed"),
+    # PK-9: paired directions over seeds
+    Row("PK-9", _stage_profiles(), HOLDS, "the variance rises to each stage's last block on every seed"),
+    Row("PK-9", _stage_profiles(cnn=DIPS), FAILS, "the CNN's variance largest at each stage's first block"),
+    Row("PK-9", _stage_profiles(alternet=[PEAKS, DIPS] * (SEEDS // 2)), INCONCLUSIVE,
+        "AlterNet peaks at the end on half the seeds and at the start on the other half"),
+
 ]
 
 
