@@ -145,6 +145,8 @@ ROWS = [
     Row("JSL-4", _transfer(), HOLDS, "fine-tuning reaches 5% from n = 4, scratch from 64 on every seed"),
     Row("JSL-4", _transfer(finetune_from=64), FAILS, "fine-tuning needs as many samples as scratch"),
     Row("JSL-4", _transfer(finetune_from=None), FAILS, "fine-tuning never reaches the target"),
+    Row("JSL-4", _transfer(finetune_from=None, scratch_from=None), FAILS,
+        "neither method reaches the target: no ratio to measure, fine-tuning's failure decides"),
     Row("JSL-4", _transfer(finetune_from=[4, 64] * (SEEDS // 2)), INCONCLUSIVE,
         "half the seeds fine-tune from 4, half from 64: the ratio is 1/16 or 1 by the resample"),
     # JSL-5: means over seeds
