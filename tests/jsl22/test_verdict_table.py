@@ -167,7 +167,8 @@ ROWS = [
     Row("JSL-7", _handbuilt(), HOLDS, "2 and 1 errors in 2000, the wrong partition 17%, the linear model 16%"),
     Row("JSL-7", _handbuilt(associating=100), FAILS, "the associating construction errs 5%"),
     Row("JSL-7", _handbuilt(glm_error=0.05), FAILS, "the linear model at 5%, under Theorem 3.1's 1/8"),
-    Row("JSL-7", _handbuilt(unassociated=18), INCONCLUSIVE, "18 errors in 2000: [0.5%, 1.4%] holds 1%"),
+    # 29 rather than 18 errors: seeds_needed's Clopper-Pearson search runs 27 s at 18 (to 37,163 examples)
+    Row("JSL-7", _handbuilt(unassociated=29), INCONCLUSIVE, "29 errors in 2000: [0.97%, 2.08%] holds 1%"),
     Row("JSL-7", _handbuilt(associating=100, wrong_sets=50), INCONCLUSIVE,
         "the wrong partition errs 2.5%: the error measure does not see the sets", unmet="wrong_sets_test_error",
         criteria=FAILS),
