@@ -6,6 +6,7 @@ Run from the repository root, in the venv with requirements-dev.txt installed (d
 
     python -m benchmarks.mutation                       # every module of MODULES
     python -m benchmarks.mutation vitheory/pk22/noise.py --workers 1
+    python -m benchmarks.mutation --report <modules>    # the counts so far of a run still going
 
 It mutates a copy of the committed tree (`git archive HEAD`) in --workdir, never the working tree, and
 prints killed / survived / timeout per module, the score, and every survivor's diff (also written to
@@ -62,19 +63,21 @@ def summary(workdir: Path, modules: list[str]) -> str:
     run = lambda *args: subprocess.run([sys.executable, "-m", "mutmut", *args], cwd=workdir, check=True,  # noqa: E731
                                        capture_output=True, text=True).stdout
     status = dict(re.findall(r"^\s*(\S+): (.+)$", run("results", "--all", "true"), flags=re.M))
-    lines = ["| module | mutants | killed | survived | timeout | other | score |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["| module | mutants | killed | survived | timeout | other | score |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     survivors = []
     for module in modules:
         dotted = module.removesuffix(".py").replace("/", ".") + "."
         mine = {name: s for name, s in status.items() if name.startswith(dotted)}
         count = Counter(mine.values())
         other = len(mine) - count["killed"] - count["survived"] - count["timeout"]
-        score = (count["killed"] + count["timeout"]) / max(len(mine), 1)
+        checked = len(mine) - count["not checked"]
+        score = f"{(count['killed'] + count['timeout']) / checked:.0%}" if checked else "-"
         lines.append(f"| {module} | {len(mine)} | {count['killed']} | {count['survived']} | {count['timeout']} "
-                     f"| {other} | {score:.0%} |")
-        survivors += [name for name, s in sorted(mine.items()) if s not in ("killed", "timeout")]
+                     f"| {other} | {score} |")
+        survivors += [name for name, s in sorted(mine.items()) if s not in ("killed", "timeout", "not checked")]
     diffs = [f"### {name}\n```diff\n{run('show', name).strip()}\n```" for name in survivors]
-    return "\n".join(lines) + "\n\nScore: (killed + timeout) / mutants.\n\n" + "\n\n".join(diffs) + "\n"
+    return "\n".join(lines) + "\n\nScore: (killed + timeout) / mutants checked; other: not checked yet, or neither.\n\n" + "\n\n".join(diffs) + "\n"
 
 
 def main() -> None:
@@ -82,10 +85,14 @@ def main() -> None:
     parser.add_argument("modules", nargs="*", default=list(MODULES), help=f"default: all of {list(MODULES)}")
     parser.add_argument("--workers", type=int, default=1, help="mutants tested at once (mutmut --max-children)")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "vitheory-mutation")
+    parser.add_argument("--report", action="store_true", help="only summarise the run in --workdir (running or done)")
     args = parser.parse_args()
     unknown = sorted(set(args.modules) - set(MODULES))
     if unknown:
         parser.error(f"no test selection for {unknown}: name modules of {list(MODULES)} or add them to MODULES")
+    if args.report:
+        print(summary(args.workdir, args.modules))
+        return
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, check=True, capture_output=True, text=True).stdout
     subprocess.run(["rm", "-rf", str(args.workdir)], check=True)
     args.workdir.mkdir(parents=True)
