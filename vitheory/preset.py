@@ -144,6 +144,29 @@ def default_preset(params_path: Path = DEFAULT_PATH) -> str:
     return DEFAULT_HEADER + stream.getvalue()
 
 
+def _leaves(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    found = {}
+    for key, value in tree.items():
+        found |= _leaves(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
+    return found
+
+
+def which_preset(params: dict[str, Any]) -> str:
+    """The preset whose values `params` (params.yaml, parsed) holds: every key any preset sets is that
+    preset's value, or the default's where it sets none; else a custom setting, naming the nearest preset
+    and the keys that differ from it."""
+    given = _leaves(params)
+    defaults = _leaves(yaml.safe_load((PRESETS / "default.yaml").read_text()) or {})
+    differing = {}
+    for path in sorted(PRESETS.glob("*.yaml")):
+        wanted = defaults | _leaves(yaml.safe_load(path.read_text()) or {})
+        differing[path.stem] = sorted(key for key, value in wanted.items() if given.get(key) != value)
+        if not differing[path.stem]:
+            return path.stem
+    nearest = min(differing, key=lambda name: len(differing[name]))
+    return f"custom: {nearest} but for {', '.join(differing[nearest])}"
+
+
 def find(preset: str) -> Path:
     """A preset by path, or by name among presets/ (`paper` is presets/paper.yaml); a name that is
     neither says which presets there are."""

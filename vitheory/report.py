@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import yaml
 
 from vitheory import CPU_NUMERICS
 from vitheory.core.artifacts import read_json
@@ -21,6 +22,7 @@ from vitheory.core.config import ParamsView, as_dict
 from vitheory.core.paths import outputs, stages
 from vitheory.images.params import dataset_named
 from vitheory.papers import PAPERS
+from vitheory.preset import which_preset
 
 SOURCES = ("vitheory", "stages", "dvc.yaml", "params.yaml")  # what decides the results
 PACKAGES = ("torch", "numpy", "safetensors", "dvc", "dvclive", "pandas", "matplotlib", "seaborn")
@@ -235,6 +237,8 @@ def render_report(records: list[dict[str, Any]], params: ParamsView, params_text
               "- every dependency (code, params, data) and output of every stage is hashed in `dvc.lock`; "
               "`python -m vitheory.verify` checks them and re-derives every claim from the raw artifacts",
               f"- params digest (sha256 of the validated params): `{params_digest(params)}`",
+              f"- preset: {which_preset(yaml.safe_load(params_text))} (`presets/`; `python -m vitheory.preset <name>` "
+              "applies one)",
               "- devices: " + ", ".join(f"{stage} on {device}" for stage, device in devices.items()),
               "- CPU numerics (pinned by `vitheory/__init__.py`; the README's reproducibility section): "
               + ", ".join(f"{name}={os.environ.get(name, 'unset')}" for name in CPU_NUMERICS)
