@@ -464,6 +464,26 @@ def smallest_decisive_units(kind: str, confidence: float) -> int:
     return 2
 
 
+def _share_seeds_needed(c: Criterion, value: float, n: int, confidence: float) -> int | None:
+    """The smallest m >= n whose Clopper-Pearson interval at the measured share decides: counted one by one up
+    to SHARE_SCAN (rounding k = value * m makes the answer step unevenly there), bisected beyond it, where
+    the interval only narrows."""
+    def decides(m: int) -> bool:
+        return c.verdict(value, clopper_pearson(round(value * m), m, confidence)) != INCONCLUSIVE
+
+    found = next((m for m in range(n, max(n, SHARE_SCAN)) if decides(m)), None)
+    if found is not None or not decides(SHARE_LIMIT):
+        return found
+    low, high = max(n, SHARE_SCAN), SHARE_LIMIT  # low does not decide, high does
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if decides(middle) else (middle, high)
+    return high
+
+
+SHARE_SCAN, SHARE_LIMIT = 2_000, 1_000_000
+
+
 def seeds_needed(c: Criterion, value: float | None, interval: Interval, confidence: float) -> int | None:
     """About how many seeds (per group) the criterion's test would need to decide at the measured effect
     and spread, with power POWER: n (z_{1-tail} + z_POWER)^2 se^2 / margin^2 for the units n it rests on
@@ -473,9 +493,8 @@ def seeds_needed(c: Criterion, value: float | None, interval: Interval, confiden
     n = max(interval.units.values(), default=0)
     if not n or margin is None or margin == 0 or not interval.standard_error:
         return None
-    if c.kind == SHARE:  # the smallest n whose Clopper-Pearson interval at the measured share excludes the threshold
-        return next((m for m in range(n, 100_000)
-                     if c.verdict(value, clopper_pearson(round(value * m), m, confidence)) != INCONCLUSIVE), None)
+    if c.kind == SHARE:
+        return _share_seeds_needed(c, value, n, confidence)
     if c.kind == LOG:
         if value <= 0 or c.threshold <= 0:
             return None
