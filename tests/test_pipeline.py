@@ -716,7 +716,7 @@ SECTIONS = {"toy": ToyParams}
 from pathlib import Path
 
 from vitheory.core.artifacts import read_table
-from vitheory.core.claims import Claim, Criterion, Paper
+from vitheory.core.claims import MEAN, Claim, Criterion, Paper
 from vitheory.core.paths import artifact
 
 
@@ -726,7 +726,7 @@ def _samples(root: Path) -> dict:
 
 PAPER = Paper(key="TOY", citation="A toy paper.", claims=(Claim(
     id="TOY-1", statement="The value is positive.", metric="mean value over seeds",
-    criteria=(Criterion("mean_value", ">", 0.0, "paper: the toy theorem; the direction"),),
+    criteria=(Criterion("mean_value", ">", 0.0, "paper: the toy theorem; the direction", MEAN),),
     evidence=(artifact("toy_runs"),), samples=_samples,
     statistics=lambda samples: {"mean_value": sum(unit["value"] for unit in samples["toy"]) / len(samples["toy"])},
     regime=lambda params: f"{params.toy.seeds} seeds."),))

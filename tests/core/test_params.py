@@ -54,7 +54,7 @@ BAD_VALUES = [
     ("generate.li_tokens.noise_dist", "gaussian", "one of uniform_ball, uniform_radius, sphere"),
     ("phase.grids.default.alpha_star", [0.1, 1.2], "in (0, 1] (every element)"),
     ("phase.grids.wide.alpha_star", [], "a non-empty list"),
-    ("phase.grids.default.n_train", [2, 1], ">= 2 (every element)"),
+    ("phase.grids.default.n_train", [2, 0], ">= 1 (every element)"),
     ("phase.grids.wide.n_train", [2, 512], "<= data.pool_size (256)"),
     ("phase.grids.default.n_train", 8, "a non-empty list of integers"),
     ("phase.grids.default.seeds", 0, ">= 1"),
