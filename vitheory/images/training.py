@@ -32,6 +32,10 @@ from vitheory.images.models import SmallResNet, SmallViT
 from vitheory.images.params import RealTrainParams, ResNetPreset, ViTPreset
 
 EpochLog = Callable[[int], dict[str, float]]
+# torch.compile's on-disk cache (a warm one turns a 30-56 s compile into seconds): beside the stage locks
+# and resume state, git-ignored and outside every DVC output; relative to the repository root, where
+# stages run. TORCHINDUCTOR_CACHE_DIR, when set, wins.
+INDUCTOR_CACHE = Path(".vitheory/inductor")
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,13 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int
     return {"loss": loss / len(y), "accuracy": correct / len(y)}
 
 
+def compiled(model: nn.Module) -> Callable[..., torch.Tensor]:
+    """`model`'s forward through torch.compile (inductor), one static graph per input shape (the last,
+    smaller batch of an epoch is a second one): the same bytes on a repeat, warm cache or cold."""
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(INDUCTOR_CACHE.resolve()))
+    return torch.compile(model, dynamic=False)
+
+
 def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams, *, epochs: int, seed: int,
         permutation: torch.Tensor | None = None, token_keep: Callable[[torch.Tensor], torch.Tensor] | None = None,
         on_epoch: EpochLog | None = None, state: RunState | None = None, progress: bool = True,
@@ -157,7 +168,8 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams
     `token_keep(batch) -> (B, k)` trains with sparsified tokens (the model must accept `keep`).
     `on_epoch(epoch)` returns the metrics to log after each epoch. With a `state`, training starts
     from its last saved epoch and saves after each epoch, with those metrics: a resumed run ends with
-    the same bytes as an uninterrupted one. Raises TrainingDiverged when the loss becomes non-finite.
+    the same bytes as an uninterrupted one. With `cfg.compile` the training step's forward and
+    backward go through torch.compile. Raises TrainingDiverged when the loss becomes non-finite.
     """
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -173,6 +185,7 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams
 
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
     done = state.restore(model, optimizer, schedule, generator) if state else 0
+    forward = compiled(model) if cfg.compile else model  # shares model's parameters; evaluations stay eager
     for epoch in tqdm(range(done + 1, epochs + 1), desc=desc, disable=not progress, mininterval=1.0,
                       initial=done, total=epochs):
         model.train()
@@ -181,7 +194,7 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams
             index = order[start:start + cfg.batch_size]
             batch = permute_pixels(augment(x[index], cfg.shift, cfg.hflip, generator), permutation)
             keep = {"keep": token_keep(batch)} if token_keep else {}
-            loss = F.cross_entropy(model(batch, **keep), y[index])
+            loss = F.cross_entropy(forward(batch, **keep), y[index])
             if not torch.isfinite(loss):
                 raise TrainingDiverged(f"training loss became {loss.item()} in epoch {epoch}: lower real.lr "
                                        f"(now {cfg.lr})")
