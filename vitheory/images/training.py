@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -264,10 +265,12 @@ def run_tasks(tasks: Sequence[FitTask], device: torch.device, progress: bool = T
     side by side (measured here: faster than one process using both cores for models this small, see
     benchmarks/image_trainer.py); on a GPU they run one after the other."""
     workers = min(len(tasks), len(os.sched_getaffinity(0)))
+    # the stage's overall bar, over its trainings (each training has its own, by epoch)
+    overall = partial(tqdm, total=len(tasks), desc=f"{len(tasks)} trainings", disable=not progress, mininterval=1.0)
     if device.type == "cuda" or workers <= 1:
-        return [run_task(task, device.type, progress) for task in tasks]
+        return list(overall(run_task(task, device.type, progress) for task in tasks))
     with worker_pool(workers) as pool:
-        return list(pool.map(run_task, tasks, [device.type] * len(tasks), [progress] * len(tasks)))
+        return list(overall(pool.map(run_task, tasks, [device.type] * len(tasks), [progress] * len(tasks))))
 
 
 def train_seeds(build: Callable[[], nn.Module], cfg: RealTrainParams, data: LoadedImages, *,

@@ -172,7 +172,8 @@ def _hessian_rows(name: str, seed: int, model: nn.Module, x: torch.Tensor, y: to
     order = torch.randperm(len(y), generator=torch.Generator().manual_seed(cfg.hessian_seed))
     augmentation = torch.Generator().manual_seed(cfg.hessian_seed)
     rows, density = [], []
-    for batch in tqdm(range(cfg.hessian_batches), desc=f"Hessian {name} seed {seed}", mininterval=1.0):
+    for batch in tqdm(range(cfg.hessian_batches), desc=f"Hessian {name} seed {seed}", mininterval=1.0,
+                      leave=False):
         index = order[batch * cfg.hessian_batch_size:(batch + 1) * cfg.hessian_batch_size].to(x.device)
         images = augment(x[index], train.shift, train.hflip, augmentation)
         operator = hessian_operator(model, nll_and_l2(train.weight_decay), images, y[index])
