@@ -245,18 +245,23 @@ def run_task(task: FitTask, device: str, progress: bool = True) -> FitResult:
     if state and state.epoch:
         print(f"{task.desc}: resuming after epoch {state.epoch} of {task.epochs}", file=sys.stderr)
 
+    last: dict[str, dict[str, float]] = {}  # held-out split -> metrics at the latest evaluation
+
     def evaluate_and_log(epoch: int) -> dict[str, float]:
         """The held-out metrics every `eval_every` epochs and after the last, else {}: one entry per epoch."""
         due = epoch % task.cfg.eval_every == 0 or epoch == task.epochs
-        metrics = {f"{task.log_prefix}{name}/{metric}": value for name, (x, y) in held_out.items()
-                   for metric, value in evaluate(model, x, y).items()} if due else {}
+        if due:
+            last.update({name: evaluate(model, x, y) for name, (x, y) in held_out.items()})
+        metrics = {f"{task.log_prefix}{name}/{metric}": value for name in held_out
+                   for metric, value in last[name].items()} if due else {}
         log.append(metrics)
         return metrics
 
     fit(model, task.x.to(device), task.y.to(device), task.cfg, epochs=task.epochs, seed=task.seed,
         permutation=task.permutation, on_epoch=evaluate_and_log if held_out else None, state=state,
         progress=progress, desc=task.desc)
-    final = {name: evaluate(model, x, y) for name, (x, y) in held_out.items()}
+    # the last epoch's evaluation is the final one: evaluated again only for a run resumed after its last epoch
+    final = last or {name: evaluate(model, x, y) for name, (x, y) in held_out.items()}
     return FitResult({k: v.cpu() for k, v in model.state_dict().items()}, log, final)
 
 
