@@ -210,3 +210,20 @@ def test_seeds_side_by_side_train_as_each_would_alone():
         assert all(torch.equal(alone.weights[k], v) for k, v in result.weights.items())
         assert alone.log == result.log and len(result.log) == 2 and set(result.final) == {"val"}
     assert not torch.equal(side_by_side[0].weights["head.weight"], side_by_side[1].weights["head.weight"])
+
+
+@pytest.mark.parametrize("epochs", [2, 3])
+def test_the_final_held_out_metrics_are_those_of_the_returned_weights(epochs):
+    """run_task takes its final metrics from the last epoch's evaluation instead of evaluating again:
+    they must be the returned model's, to the bit, whether or not the last epoch is an eval_every one."""
+    data = images.split(images.load_dataset("digits", "unused"), val_fraction=0.1, test_fraction=0.2,
+                        train_fraction=0.1, seed=0)
+    normalize = Normalizer.fit(data["train"])
+    held_out = {name: (normalize(data[name]), data[name].y) for name in ("val", "test")}
+    build = partial(build_model, PRESETS["cnn"], 8, 1, 10)
+    cfg = replace(PARAMS.real, eval_every=2)
+    result = run_task(FitTask(build, cfg, normalize(data["train"]), data["train"].y, epochs, 0, held_out), "cpu",
+                      progress=False)
+    model = build()
+    model.load_state_dict(result.weights)
+    assert result.final == {name: evaluate(model, x, y) for name, (x, y) in held_out.items()}

@@ -289,3 +289,21 @@ def test_the_hessian_refuses_mini_batches_the_training_set_cannot_fill(default_p
     check_batches(129, full, "vit_small")  # 10% of the 8 x 8 digits' training images fill 4 batches of 32
     with pytest.raises(ParamsError, match=r"4 x 64 exceeds the 129 training images model vit_small trained on"):
         check_batches(129, replace(full, hessian_batch_size=64), "vit_small")
+
+
+def test_hessian_rows_repeat_to_the_bit_on_one_blas_thread_and_agree_with_unlimited_threads(default_params):
+    """pk_analysis limits numpy's BLAS to one thread around the Lanczos loops (a speed lever): a repeat
+    gives the same bytes, and BLAS left to its own threads gives the same values up to rounding."""
+    from vitheory.pk22.hessian import hessian_rows
+
+    cfg = replace(default_params.pk, hessian_batches=1, hessian_batch_size=6, hessian_top=2, hessian_deflate=2,
+                  hessian_density_probes=1, hessian_density_steps=4)
+    torch.manual_seed(0)
+    model = SmallResNet(channels=1, n_classes=3, widths=[2], blocks=[1])
+    x, y = torch.randn(6, 1, 4, 4), torch.tensor([0, 1, 2, 0, 1, 2])
+    runs = [hessian_rows("cnn", 0, model, x, y, cfg, default_params.real) for _ in range(2)]
+    assert repr(runs[0]) == repr(runs[1])
+    unlimited = hessian_rows("cnn", 0, model, x, y, cfg, default_params.real, blas_threads=None)
+    for limited_rows, free_rows in zip(runs[0], unlimited):
+        values = np.array([row[-1] for row in limited_rows]), np.array([row[-1] for row in free_rows])
+        assert np.allclose(*values, rtol=1e-9, atol=1e-12)  # ours: rounding of a reordered reduction

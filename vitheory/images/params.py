@@ -99,6 +99,7 @@ class RealTrainParams(Section):
     hflip: bool = knob()
     permutation_seed: int = knob(NON_NEGATIVE)
     permutation_block: int = knob(at_least(1))  # side of the squares the permutation moves (1: pixels)
+    compile: bool = knob()  # the training step through torch.compile: faster, other last bits than eager
     models: RealModels = knob()
 
 

@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,10 @@ from vitheory.images.models import SmallResNet, SmallViT
 from vitheory.images.params import RealTrainParams, ResNetPreset, ViTPreset
 
 EpochLog = Callable[[int], dict[str, float]]
+# torch.compile's on-disk cache (a warm one turns a 30-56 s compile into seconds): beside the stage locks
+# and resume state, git-ignored and outside every DVC output; relative to the repository root, where
+# stages run. TORCHINDUCTOR_CACHE_DIR, when set, wins.
+INDUCTOR_CACHE = Path(".vitheory/inductor")
 
 
 @dataclass(frozen=True)
@@ -148,6 +153,13 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int
     return {"loss": loss / len(y), "accuracy": correct / len(y)}
 
 
+def compiled(model: nn.Module) -> Callable[..., torch.Tensor]:
+    """`model`'s forward through torch.compile (inductor), one static graph per input shape (the last,
+    smaller batch of an epoch is a second one): the same bytes on a repeat, warm cache or cold."""
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(INDUCTOR_CACHE.resolve()))
+    return torch.compile(model, dynamic=False)
+
+
 def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams, *, epochs: int, seed: int,
         permutation: torch.Tensor | None = None, token_keep: Callable[[torch.Tensor], torch.Tensor] | None = None,
         on_epoch: EpochLog | None = None, state: RunState | None = None, progress: bool = True,
@@ -157,7 +169,8 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams
     `token_keep(batch) -> (B, k)` trains with sparsified tokens (the model must accept `keep`).
     `on_epoch(epoch)` returns the metrics to log after each epoch. With a `state`, training starts
     from its last saved epoch and saves after each epoch, with those metrics: a resumed run ends with
-    the same bytes as an uninterrupted one. Raises TrainingDiverged when the loss becomes non-finite.
+    the same bytes as an uninterrupted one. With `cfg.compile` the training step's forward and
+    backward go through torch.compile. Raises TrainingDiverged when the loss becomes non-finite.
     """
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -173,6 +186,7 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams
 
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
     done = state.restore(model, optimizer, schedule, generator) if state else 0
+    forward = compiled(model) if cfg.compile else model  # shares model's parameters; evaluations stay eager
     for epoch in tqdm(range(done + 1, epochs + 1), desc=desc, disable=not progress, mininterval=1.0,
                       initial=done, total=epochs):
         model.train()
@@ -181,7 +195,7 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams
             index = order[start:start + cfg.batch_size]
             batch = permute_pixels(augment(x[index], cfg.shift, cfg.hflip, generator), permutation)
             keep = {"keep": token_keep(batch)} if token_keep else {}
-            loss = F.cross_entropy(model(batch, **keep), y[index])
+            loss = F.cross_entropy(forward(batch, **keep), y[index])
             if not torch.isfinite(loss):
                 raise TrainingDiverged(f"training loss became {loss.item()} in epoch {epoch}: lower real.lr "
                                        f"(now {cfg.lr})")
@@ -231,18 +245,23 @@ def run_task(task: FitTask, device: str, progress: bool = True) -> FitResult:
     if state and state.epoch:
         print(f"{task.desc}: resuming after epoch {state.epoch} of {task.epochs}", file=sys.stderr)
 
+    last: dict[str, dict[str, float]] = {}  # held-out split -> metrics at the latest evaluation
+
     def evaluate_and_log(epoch: int) -> dict[str, float]:
         """The held-out metrics every `eval_every` epochs and after the last, else {}: one entry per epoch."""
         due = epoch % task.cfg.eval_every == 0 or epoch == task.epochs
-        metrics = {f"{task.log_prefix}{name}/{metric}": value for name, (x, y) in held_out.items()
-                   for metric, value in evaluate(model, x, y).items()} if due else {}
+        if due:
+            last.update({name: evaluate(model, x, y) for name, (x, y) in held_out.items()})
+        metrics = {f"{task.log_prefix}{name}/{metric}": value for name in held_out
+                   for metric, value in last[name].items()} if due else {}
         log.append(metrics)
         return metrics
 
     fit(model, task.x.to(device), task.y.to(device), task.cfg, epochs=task.epochs, seed=task.seed,
         permutation=task.permutation, on_epoch=evaluate_and_log if held_out else None, state=state,
         progress=progress, desc=task.desc)
-    final = {name: evaluate(model, x, y) for name, (x, y) in held_out.items()}
+    # the last epoch's evaluation is the final one: evaluated again only for a run resumed after its last epoch
+    final = last or {name: evaluate(model, x, y) for name, (x, y) in held_out.items()}
     return FitResult({k: v.cpu() for k, v in model.state_dict().items()}, log, final)
 
 
@@ -251,10 +270,12 @@ def run_tasks(tasks: Sequence[FitTask], device: torch.device, progress: bool = T
     side by side (measured here: faster than one process using both cores for models this small, see
     benchmarks/image_trainer.py); on a GPU they run one after the other."""
     workers = min(len(tasks), len(os.sched_getaffinity(0)))
+    # the stage's overall bar, over its trainings (each training has its own, by epoch)
+    overall = partial(tqdm, total=len(tasks), desc=f"{len(tasks)} trainings", disable=not progress, mininterval=1.0)
     if device.type == "cuda" or workers <= 1:
-        return [run_task(task, device.type, progress) for task in tasks]
+        return list(overall(run_task(task, device.type, progress) for task in tasks))
     with worker_pool(workers) as pool:
-        return list(pool.map(run_task, tasks, [device.type] * len(tasks), [progress] * len(tasks)))
+        return list(overall(pool.map(run_task, tasks, [device.type] * len(tasks), [progress] * len(tasks))))
 
 
 def train_seeds(build: Callable[[], nn.Module], cfg: RealTrainParams, data: LoadedImages, *,

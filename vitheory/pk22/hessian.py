@@ -11,6 +11,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812
 from scipy.sparse.linalg import LinearOperator, eigsh
+from threadpoolctl import threadpool_limits
 from torch import nn
 from tqdm import tqdm
 
@@ -149,18 +150,30 @@ def check_batches(n_images: int, cfg: PKParams, name: str) -> None:
 
 
 def hessian_rows(name: str, seed: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: PKParams,
-                 train: RealTrainParams) -> tuple[list[tuple], list[tuple]]:
+                 train: RealTrainParams, blas_threads: int | None = 1) -> tuple[list[tuple], list[tuple]]:
     """On `cfg.hessian_batches` mini-batches of the model's own training images (x, y), augmented as it
     trained (`train`'s shifts and flips), the Hessian of NLL + L2: its top eigenvalues by magnitude (the
     official NEP and APE) and both ends of its spectrum, as rows of `COLUMNS`, and its spectral density
     (`spectral_density`, the top `cfg.hessian_deflate` eigenpairs exact) as rows of `DENSITY_COLUMNS`.
     The batches are the same for every seed of a model, and full; the Lanczos and probe vectors are
-    drawn afresh for every model, seed and mini-batch."""
+    drawn afresh for every model, seed and mini-batch.
+
+    numpy's and scipy's BLAS run on `blas_threads` threads (None: as many as they like) meanwhile: the
+    Lanczos vectors are small, and the BLAS threads that spin between products took the cores torch's
+    products need (benchmarks/levers.py: the default, one thread, is the faster)."""
     check_batches(len(y), cfg, name)
+    with threadpool_limits(limits=blas_threads, user_api="blas"):
+        return _hessian_rows(name, seed, model, x, y, cfg, train)
+
+
+def _hessian_rows(name: str, seed: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: PKParams,
+                  train: RealTrainParams) -> tuple[list[tuple], list[tuple]]:
+    """`hessian_rows`, BLAS threads as they are set."""
     order = torch.randperm(len(y), generator=torch.Generator().manual_seed(cfg.hessian_seed))
     augmentation = torch.Generator().manual_seed(cfg.hessian_seed)
     rows, density = [], []
-    for batch in tqdm(range(cfg.hessian_batches), desc=f"Hessian {name} seed {seed}", mininterval=1.0):
+    for batch in tqdm(range(cfg.hessian_batches), desc=f"Hessian {name} seed {seed}", mininterval=1.0,
+                      leave=False):
         index = order[batch * cfg.hessian_batch_size:(batch + 1) * cfg.hessian_batch_size].to(x.device)
         images = augment(x[index], train.shift, train.hflip, augmentation)
         operator = hessian_operator(model, nll_and_l2(train.weight_decay), images, y[index])

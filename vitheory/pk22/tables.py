@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+from tqdm import tqdm
 
 from vitheory.core.checkpoint import load_checkpoint, seed_folder
 from vitheory.core.paths import artifact
@@ -87,15 +88,20 @@ def analyse(cfg: PKParams, train: RealTrainParams, smallest_fraction: float, ima
     noise.check_frequencies(data.image_size, cfg)
     hessian.check_batches(len(fraction_index(data.y["train"], smallest_fraction, images_seed)), cfg, "vit_small")
     tables: dict[str, list[tuple]] = {name: [] for name in TABLES}
-    for name, folder in model_folders(smallest_fraction).items():
-        own = fraction_index(data.y["train"], smallest_fraction if name == "vit_small" else 1.0, images_seed)
-        inputs = Inputs(cfg, train, x_test, y_test, data, own)
-        for seed in range(train.seeds):
-            model = load_checkpoint(folder / seed_folder(seed), device.type)
-            for analysis in ANALYSES:
-                if name in analysis.models:
-                    for table, rows in analysis.rows(name, seed, model, inputs).items():
-                        tables[table] += rows
+    folders = model_folders(smallest_fraction)
+    # the stage's one overall bar, over its units of work: models x seeds x the analyses of each model
+    units = train.seeds * sum(name in analysis.models for name in folders for analysis in ANALYSES)
+    with tqdm(total=units, desc="pk_analysis (model, seed, analysis)", mininterval=1.0) as progress:
+        for name, folder in folders.items():
+            own = fraction_index(data.y["train"], smallest_fraction if name == "vit_small" else 1.0, images_seed)
+            inputs = Inputs(cfg, train, x_test, y_test, data, own)
+            for seed in range(train.seeds):
+                model = load_checkpoint(folder / seed_folder(seed), device.type)
+                for analysis in ANALYSES:
+                    if name in analysis.models:
+                        for table, rows in analysis.rows(name, seed, model, inputs).items():
+                            tables[table] += rows
+                        progress.update()
     return tables
 
 
