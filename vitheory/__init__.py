@@ -5,19 +5,23 @@ Stage scripts in `stages/` are thin wrappers around this package. Importing the 
 (no torch) so that params are checked at once; `load_checkpoint` and `save_checkpoint` import
 torch when first used.
 
-Importing it also pins the CPU kernels torch uses, before torch loads, so that a run gives the same
-bytes on any x86-64 machine with AVX2 and the same number of cores: ATen's vectorised kernels and
-oneDNN's convolutions at AVX2, MKL in its conditional-numerical-reproducibility mode for AVX2, and
-the OpenBLAS under numpy and scipy at its Haswell (AVX2) kernels. Without it, AVX-512 and AVX2
-machines train to different weights, and numpy's fits and scipy's eigensolver differ in the last
-digits (the README's reproducibility section). A setting already in the environment is left as it is.
+Importing it also pins the CPU kernels torch uses, before torch loads: ATen's vectorised kernels and
+oneDNN's convolutions at AVX2, MKL in its conditional-numerical-reproducibility mode on its COMPATIBLE
+branch (the one branch it runs alike on Intel and AMD CPUs), the OpenBLAS under numpy and scipy at its
+Haswell (AVX2) kernels, and 2 threads (the committed run's) whatever the core count. Without it, AVX-512
+and AVX2 machines train to different weights, and numpy's fits and scipy's eigensolver differ in the last
+digits. The README's reproducibility section says how far the bytes are tested to repeat. A setting
+already in the environment is left as it is.
 """
 
 import os
 import platform
 
-CPU_NUMERICS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2",
-                "OPENBLAS_CORETYPE": "Haswell"}
+# MKL honours only its AUTO and COMPATIBLE branches on a non-Intel CPU (MKL_CBWR=AVX2 runs AUTO on AMD, its
+# verbose log says CNR:AUTO), so only COMPATIBLE names the same code on both vendors; its reproducibility
+# also needs a fixed thread count, not one MKL or torch adjusts to the machine's cores (issue 45).
+CPU_NUMERICS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE", "MKL_DYNAMIC": "FALSE",
+                "OMP_NUM_THREADS": "2", "ONEDNN_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "Haswell"}
 if platform.machine().lower() in ("x86_64", "amd64"):
     for _name, _value in CPU_NUMERICS.items():
         os.environ.setdefault(_name, _value)

@@ -1,0 +1,79 @@
+"""Benchmark: what a CPU-numerics setting costs, in the trainings it governs (issue 45).
+
+    python -m benchmarks.pin_cost [--repeats 3] SETTING [SETTING ...]
+
+A SETTING is space-separated `NAME=VALUE` environment variables (as in benchmarks.first_divergence),
+"" the package's pins alone. Each setting runs in fresh subprocesses, alternating with the others
+`--repeats` times (a shared machine's load then falls on every setting alike), and times three
+trainings as the pipeline runs them: 100 SGD steps of `train_li_vit` (params.yaml's model, 2
+threads), and 20 AdamW steps of the default real-image ViT and of the CNN (params.yaml's recipe, one
+thread, as a `train_real` worker, on random images of the cluttered canvas's shape). Prints each
+setting's fastest seconds per training.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import replace
+
+import vitheory  # noqa: F401  (the pins, before torch loads)
+import torch
+
+from vitheory.core.device import seeded
+from vitheory.images.training import build_model, fit
+from vitheory.li23.attention import train_li_vit
+from vitheory.li23.tokens import generate
+from vitheory.params import load_params
+
+STEPS = 20  # of each real-image training
+
+
+def measure() -> dict[str, float]:
+    params = load_params()
+    train, test = generate(params.generate.li_tokens)
+    start = time.perf_counter()
+    train_li_vit(train, test, replace(params.train.li_vit, steps=100, log_every=100), torch.device("cpu"),
+                 progress=False)
+    found = {"train_li_vit, 100 steps": time.perf_counter() - start}
+    torch.set_num_threads(1)
+    cfg, side = params.real, params.images.cluttered.canvas
+    x = torch.randn(STEPS * cfg.batch_size, 1, side, side, generator=torch.Generator().manual_seed(0))
+    y = torch.randint(0, 10, (len(x),), generator=torch.Generator().manual_seed(1))
+    for name in ("vit", "cnn"):
+        model = seeded(0, lambda: build_model(getattr(cfg.models, name), side, 1, 10))
+        start = time.perf_counter()
+        fit(model, x, y, cfg, epochs=1, seed=0, progress=False)
+        found[f"{name}, {STEPS} steps"] = time.perf_counter() - start
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("settings", nargs="*", help='e.g. "" (the pins) and "MKL_CBWR=COMPATIBLE"')
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure()))
+        return
+    best: dict[str, dict[str, float]] = {}
+    for _ in range(args.repeats):
+        for setting in args.settings:
+            env = {name: value for name, value in os.environ.items() if name not in vitheory.CPU_NUMERICS} \
+                | dict(pair.split("=", 1) for pair in shlex.split(setting))
+            run = subprocess.run([sys.executable, "-m", "benchmarks.pin_cost", "--measure"], env=env,
+                                 capture_output=True, text=True, check=True)
+            for name, seconds in json.loads(run.stdout).items():
+                best.setdefault(setting, {})[name] = min(seconds, best.get(setting, {}).get(name, seconds))
+    for setting, found in best.items():
+        print(f"[{setting or 'pins only'}] " + ", ".join(f"{name}: {s:.2f} s" for name, s in found.items()))
+
+
+if __name__ == "__main__":
+    main()
