@@ -45,6 +45,7 @@ def hessian_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
 # (stage, position, kind) of every branch lesion.py removes: AlterNet of two stages whose second closes with
 # attention (its downsampling block 0 left out), and a ViT of depth 2, attention and MLP in each block
 LESIONED = {"alternet": [(0, 0, "conv"), (0, 1, "conv"), (1, 1, "conv"), (1, 2, "msa")],
+            "cnn": [(0, 0, "conv"), (0, 1, "conv"), (1, 1, "conv"), (1, 2, "conv")],
             "vit": [(0, block, kind) for block in (0, 1) for kind in ("msa", "mlp")]}
 
 
@@ -130,7 +131,7 @@ def test_pk_lesion_draws_one_bar_per_branch_with_its_seeds_as_dots(tmp_path):
     fig = pk.pk_lesion_figure(table)
     fig.savefig(tmp_path / "pk_lesion.png")
     renderer = fig.canvas.get_renderer()
-    for ax, model in zip(fig.axes, ("alternet", "vit")):
+    for ax, model in zip(fig.axes, ("alternet", "cnn", "vit"), strict=True):
         mine = table[table.model == model]
         bars = [patch for patch in ax.patches if isinstance(patch, Rectangle) and patch.get_height() > 0]
         assert len(bars) == len(LESIONED[model]), f"{model}: {len(bars)} bars for {len(LESIONED[model])} branches"

@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from scipy.sparse.linalg import aslinearoperator
+from torch import nn
 from torch.func import functional_call
 
 from vitheory.images.models import SmallResNet, SmallViT
@@ -263,6 +264,13 @@ def test_lesions_remove_one_residual_branch_at_a_time():
     x = torch.randn(2, 4, 4, 4)
     layer = next(lesioned for w, lesioned in found if w["kind"] == "msa").layers[4]
     assert torch.equal(layer(x)[1], x)  # the attention block, removed, passes its input on
+    # the control, the CNN of AlterNet's shape: the same blocks, its closing block a convolution
+    cnn = SmallResNet(channels=1, n_classes=3, widths=[2, 4], blocks=[2, 3]).eval()
+    found = list(lesions(cnn))
+    assert [(w["index"], w["stage"], w["position"], w["kind"]) for w, _ in found] == [
+        (0, 0, 0, "conv"), (1, 0, 1, "conv"), (3, 1, 1, "conv"), (4, 1, 2, "conv")]
+    closing = next(lesioned for w, lesioned in found if w["index"] == 4)
+    assert isinstance(closing.layers[4], nn.Identity) and not isinstance(cnn.layers[4], nn.Identity)
     vit = SmallViT(image_size=4, channels=1, n_classes=3, patch=2, depth=2, heads=1, width=4, mlp_ratio=1,
                    attention="vanilla", pool="cls").eval()
     assert [(w["index"], w["kind"]) for w, _ in lesions(vit)] == [(0, "msa"), (0, "mlp"), (1, "msa"), (1, "mlp")]

@@ -23,10 +23,19 @@ def _lesions(msa_drop, conv_drop):
             {"stage": 1, "position": 2, "kind": "msa", "accuracy_drop": msa_drop}]
 
 
+def _cnn_lesions(closing_drop):
+    """One seed of the CNN of AlterNet's shape: every block a convolution; stage 0's closing block stands out."""
+    return [{"stage": 0, "position": 0, "kind": "conv", "accuracy_drop": 0.01},
+            {"stage": 0, "position": 1, "kind": "conv", "accuracy_drop": 0.6},
+            {"stage": 1, "position": 1, "kind": "conv", "accuracy_drop": 0.1},
+            {"stage": 1, "position": 2, "kind": "conv", "accuracy_drop": closing_drop}]
+
+
 @pytest.mark.parametrize("msa_drop,conv_drop,holds", [(0.3, 0.1, True), (0.05, 0.2, False)])
 def test_pk7_compares_a_stages_closing_attention_block_with_the_blocks_before_it(msa_drop, conv_drop, holds):
     vit = [_vit_lesions(last_msa_drop=0.3)] * 2
-    measured = CLAIMS["PK-7"].statistics({"alternet": [_lesions(msa_drop, conv_drop)] * 2, "vit": vit})
+    measured = CLAIMS["PK-7"].statistics({"alternet": [_lesions(msa_drop, conv_drop)] * 2,
+                                          "cnn": [_cnn_lesions(0.1)] * 2, "vit": vit})
     # stage 0 has no attention block: only stage 1 counts, its conv block against its attention block
     assert measured["end_of_stage_msa_minus_earlier_blocks"] == pytest.approx(msa_drop - conv_drop)
     assert CLAIMS["PK-7"].criteria[0].holds(measured["end_of_stage_msa_minus_earlier_blocks"]) is holds
@@ -41,14 +50,25 @@ def _vit_lesions(last_msa_drop):
 
 @pytest.mark.parametrize("last_msa_drop,holds", [(0.3, True), (0.15, False)])
 def test_pk7_reads_the_vit_as_one_stage_closed_by_its_last_attention_branch(last_msa_drop, holds):
-    measured = CLAIMS["PK-7"].statistics({"alternet": [_lesions(0.3, 0.1)] * 2,
+    measured = CLAIMS["PK-7"].statistics({"alternet": [_lesions(0.3, 0.1)] * 2, "cnn": [_cnn_lesions(0.1)] * 2,
                                           "vit": [_vit_lesions(last_msa_drop)] * 2})
     # the last MSA against the largest drop of the blocks before it (block 0's MLP, 0.2); the last MLP is not before it
     assert measured["vit_last_msa_minus_earlier_blocks"] == pytest.approx(last_msa_drop - 0.2)
     assert (measured["vit_last_msa_minus_earlier_blocks"] > 0) is holds
     # described, not decided: the ViT's single stage cannot contrast the end of a stage with the end of a model
-    assert [c.quantity for c in CLAIMS["PK-7"].criteria] == ["end_of_stage_msa_minus_earlier_blocks"]
+    assert "vit_last_msa_minus_earlier_blocks" not in [c.quantity for c in CLAIMS["PK-7"].criteria]
     assert CLAIMS["PK-7"].criteria[0].holds(measured["end_of_stage_msa_minus_earlier_blocks"])
+
+
+@pytest.mark.parametrize("cnn_closing_drop,holds", [(0.15, True), (0.4, False)])
+def test_pk7_control_the_cnn_of_alternets_shape_on_the_stages_alternet_closes_with_attention(cnn_closing_drop, holds):
+    measured = CLAIMS["PK-7"].statistics({"alternet": [_lesions(0.3, 0.1)] * 2,
+                                          "cnn": [_cnn_lesions(cnn_closing_drop)] * 2, "vit": [_vit_lesions(0.3)] * 2})
+    # stage 1 only, where AlterNet closes with attention: the CNN's stage 0 closing block (0.59 above) is left out
+    assert measured["cnn_closing_conv_minus_earlier_blocks"] == pytest.approx(cnn_closing_drop - 0.1)
+    assert measured["alternet_minus_cnn_closing_margin"] == pytest.approx(0.2 - (cnn_closing_drop - 0.1))
+    control = next(c for c in CLAIMS["PK-7"].criteria if c.quantity == "alternet_minus_cnn_closing_margin")
+    assert control.holds(measured["alternet_minus_cnn_closing_margin"]) is holds
 
 
 def _hessian_unit(low, high, share=0.1):

@@ -139,14 +139,14 @@ def branch_label(model: str, stage: int, position: int, kind: str) -> str:
     """Where a lesioned branch sits, counted from 1 for the reader, and its kind on a second line:
     `stage 2, block 3` / `attention`."""
     block = f"block {position + 1}"
-    return f"{f'stage {stage + 1}, {block}' if model == 'alternet' else block}\n{BRANCH_KINDS[kind]}"
+    return f"{block if model == 'vit' else f'stage {stage + 1}, {block}'}\n{BRANCH_KINDS[kind]}"
 
 
 def pk_lesion_figure(lesions: pd.DataFrame) -> plt.Figure:
-    """[PK22] PK-7: the test accuracy lost by removing each branch, AlterNet (by stage) and the ViT; one
-    bar per branch, the mean over seeds, each seed a dot."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), layout="constrained")
-    for ax, model in zip(axes, ("alternet", "vit")):
+    """[PK22] PK-7: the test accuracy lost by removing each branch, AlterNet and the CNN of its shape (the
+    control; by stage) and the ViT; one bar per branch, the mean over seeds, each seed a dot."""
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.2), layout="constrained")
+    for ax, model in zip(axes, ("alternet", "cnn", "vit")):
         mine = lesions[lesions.model == model]
         places = zip(mine.stage, mine.position, mine.kind.map(list(BRANCH_KINDS).index))
         mine = mine.assign(branch=[branch_label(model, *where) for where in zip(mine.stage, mine.position, mine.kind)],
@@ -157,11 +157,11 @@ def pk_lesion_figure(lesions: pd.DataFrame) -> plt.Figure:
         # no jitter: it draws random numbers, and the same tables must give the same bytes
         sns.stripplot(data=mine, x="branch", y="accuracy_drop", order=order, color="black", size=4, jitter=False,
                       ax=ax)
-        removed = "block" if model == "alternet" else "branch"
+        removed = "branch" if model == "vit" else "block"
         ax.set(xlabel="", ylabel="test accuracy lost", title=f"{PK_MODELS[model]}: one {removed} removed at a time")
         ax.legend(title=removed, fontsize="small")
-    fig.suptitle("Bars: mean over seeds; dots: seeds. AlterNet's downsampling blocks have no identity path and "
-                 "are not removed", fontsize="small")
+    fig.suptitle("Bars: mean over seeds; dots: seeds. Downsampling blocks have no identity path and are not removed",
+                 fontsize="small")
     return fig
 
 

@@ -1,6 +1,7 @@
 """[PK22] PK-7: the lesion study. One block at a time is replaced by the identity on its residual branch,
-and the accuracy the model loses is recorded: in AlterNet every block but those that downsample
-(whose skip path is a projection), in the ViT every attention and every MLP branch."""
+and the accuracy the model loses is recorded: in AlterNet and in the CNN of its shape (the control: a
+stage's closing block that is a convolution) every block but those that downsample (whose skip path is
+a projection), in the ViT every attention and every MLP branch."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
-from vitheory.images.models import SmallViT
+from vitheory.images.models import SmallResNet, SmallViT
 from vitheory.images.training import evaluate
 from vitheory.pk22.models import AlterNet, MapAttention
 
@@ -32,9 +33,9 @@ class _ZeroBranch(nn.Module):
 
 def lesions(model: nn.Module) -> Iterator[tuple[dict, nn.Module]]:
     """(where, the model with that one branch removed) for every lesionable branch."""
-    if isinstance(model, AlterNet):
+    if isinstance(model, (AlterNet, SmallResNet)):
         index = 0
-        for stage, (count, msa) in enumerate(zip(model.config["blocks"], model.config["attention"])):
+        for stage, count in enumerate(model.config["blocks"]):
             for position in range(count):
                 layer = model.layers[index]
                 if not (stage > 0 and position == 0):  # a downsampling block has no identity

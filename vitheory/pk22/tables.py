@@ -55,7 +55,7 @@ def _hessian_tables(name: str, seed: int, model: nn.Module, inputs: Inputs) -> d
 ANALYSES = (
     Analysis({"profiles": feature_maps.COLUMNS}, ("vit", "cnn", "alternet"), lambda name, seed, model, inputs: {
         "profiles": feature_maps.profile_rows(name, seed, model, inputs.x_test)}),
-    Analysis({"lesion": lesion.COLUMNS}, ("vit", "alternet"), lambda name, seed, model, inputs: {
+    Analysis({"lesion": lesion.COLUMNS}, ("vit", "cnn", "alternet"), lambda name, seed, model, inputs: {
         "lesion": lesion.lesion_rows(name, seed, model, inputs.x_test, inputs.y_test)}),
     Analysis({"noise": noise.COLUMNS}, ("vit", "cnn"), lambda name, seed, model, inputs: {
         "noise": noise.noise_rows(name, seed, model, inputs.x_test, inputs.y_test, inputs.cfg)}),
