@@ -19,6 +19,7 @@ from vitheory.li23.token_keeping import (
     marker_positions,
     natural_runs,
     sparsified_accuracy,
+    spurious_data,
     spurious_runs,
     token_scores,
     without_token,
@@ -216,6 +217,20 @@ def test_spurious_marker_sits_on_the_class_patch():
     y = torch.arange(10).repeat(100)
     own = marker_classes(y, 0.9, 10, torch.Generator().manual_seed(0)) == y
     assert 0.88 < own.float().mean() < 0.94  # 0.9 plus a tenth of the random draws
+
+
+def test_spurious_markers_follow_the_class_in_training_and_a_random_class_in_testing():
+    n, classes, patch = 600, 4, 2
+    y = {"train": torch.arange(classes).repeat(n // classes), "test": torch.arange(classes).repeat(n // classes)}
+    x = {split: torch.zeros(n, 1, 8, 8) for split in y}
+    train, test, marker_patch = spurious_data(x, y, patches=16, patch=2, correlation=0.9, marker_value=5.0,
+                                              marker_seed=0, n_classes=classes)
+    positions = marker_positions(16, classes, 0)
+    marked = {split: patchify(images, patch).sum(-1).argmax(1) for split, images in (("train", train), ("test", test))}
+    own = {split: (marked[split] == positions[y[split]]).float().mean().item() for split in y}
+    assert 0.88 < own["train"] < 0.97  # 0.9 plus a quarter of the random tenth
+    assert 0.18 < own["test"] < 0.32  # chance, a quarter: the class no longer predicts the marker
+    assert torch.equal(marked["test"], marker_patch)  # the oracle removes the patch that carries it
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: a device bug (seen on an H200 run)")

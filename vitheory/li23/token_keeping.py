@@ -102,6 +102,21 @@ def without_token(n_images: int, patches: int, dropped: torch.Tensor) -> torch.T
     return everything[everything != dropped[:, None]].reshape(n_images, patches - 1)
 
 
+def spurious_data(x: dict[str, torch.Tensor], y: dict[str, torch.Tensor], *, patches: int, patch: int,
+                  correlation: float, marker_value: float, marker_seed: int, n_classes: int
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The training images, whose marker follows the class with probability `correlation`; the test images,
+    each with a random class's marker (decorrelated); and each test image's marker patch. The markers
+    follow `marker_seed` alone."""
+    positions = marker_positions(patches, n_classes, marker_seed)
+    generator = torch.Generator().manual_seed(marker_seed)
+    train = add_marker(x["train"], marker_classes(y["train"], correlation, n_classes, generator), positions, patch,
+                       marker_value)
+    test_markers = marker_classes(y["test"], 0.0, n_classes, generator)
+    decorrelated = add_marker(x["test"], test_markers, positions, patch, marker_value)
+    return train, decorrelated, positions.to(test_markers.device)[test_markers]
+
+
 def spurious_runs(build: Callable[[], SmallViT], x: dict[str, torch.Tensor], y: dict[str, torch.Tensor],
                   cfg: RealTrainParams, *, seeds: int, epochs: int, correlation: float, marker_value: float,
                   marker_seed: int, n_classes: int) -> list[tuple[str, str, int, int, int, float]]:
@@ -112,13 +127,10 @@ def spurious_runs(build: Callable[[], SmallViT], x: dict[str, torch.Tensor], y: 
     Rows: (experiment, strategy, kept, seed, finetuned, accuracy)."""
     shape = build()  # only its patch grid is read
     patches = shape.n_patches
-    positions = marker_positions(patches, n_classes, marker_seed)
-    generator = torch.Generator().manual_seed(marker_seed)
-    train = add_marker(x["train"], marker_classes(y["train"], correlation, n_classes, generator), positions,
-                       shape.patch, marker_value)
-    test_markers = marker_classes(y["test"], 0.0, n_classes, generator)
-    decorrelated = add_marker(x["test"], test_markers, positions, shape.patch, marker_value)
-    oracle = without_token(len(decorrelated), patches, positions.to(test_markers.device)[test_markers])
+    train, decorrelated, marker_patch = spurious_data(x, y, patches=patches, patch=shape.patch, correlation=correlation,
+                                                      marker_value=marker_value, marker_seed=marker_seed,
+                                                      n_classes=n_classes)
+    oracle = without_token(len(decorrelated), patches, marker_patch)
     rows = []
     for seed in range(seeds):
         model = seeded(seed, build).to(x["train"].device)
