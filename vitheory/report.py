@@ -17,7 +17,7 @@ import yaml
 
 from vitheory import CPU_NUMERICS
 from vitheory.core.artifacts import read_json
-from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, KINDS, IntervalSettings, evaluate
+from vitheory.core.claims import AFFORDABLE_SEEDS, FAILS, HOLDS, INCONCLUSIVE, KINDS, IntervalSettings, evaluate
 from vitheory.core.config import ParamsView, as_dict
 from vitheory.core.paths import outputs, stages
 from vitheory.images.params import dataset_named
@@ -50,9 +50,6 @@ def _source(check: dict[str, Any]) -> str:
 
 def _units(check: dict[str, Any]) -> str:
     return ", ".join(f"{group} {n}" for group, n in check["units"].items()) or "none (no spread)"
-
-
-AFFORDABLE_SEEDS = 1000  # beyond this, a power line says the effect is too small to decide, not a count
 
 
 def method_text(check: dict[str, Any]) -> str:

@@ -285,3 +285,45 @@ def test_pk7_needs_a_closing_attention_block_with_a_block_before_it_and_a_vit_of
         parse_params(with_value("pk_train.alternet.attention", [0, 0]))
     with pytest.raises(ParamsError, match=r"real\.models\.vit\.depth = 1 .*>= 2: PK-7"):
         parse_params(with_value("real.models.vit.depth", 1))
+
+
+def _record(claim_id, **checks):
+    """A claims.json record whose criteria are `name=(verdict, seeds_needed)`."""
+    return {"id": claim_id, "conditions": {},
+            "criteria": {name: {"verdict": verdict, "seeds_needed": needed} for name, (verdict, needed) in checks.items()}}
+
+
+def test_the_decisive_preset_raises_each_family_to_what_its_inconclusive_criteria_need():
+    from vitheory.preset import decisive_seeds
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    real, sparsify = params["real"]["seeds"], params["sparsify"]["seeds"]
+    records = [_record("LI-4", a=("inconclusive", sparsify + 10), b=("inconclusive", sparsify + 3), c=("holds", 900)),
+               _record("PK-3", a=("inconclusive", real - 1)),  # already enough: not raised
+               _record("PK-7", a=("inconclusive", real + 2)), _record("JSL-5", a=("inconclusive", real + 5)),
+               _record("JSL-3", a=("inconclusive", 5000)),  # beyond what any run affords: left out
+               _record("PK-8", a=("inconclusive", None)),  # no plan possible
+               _record("JSL-7", a=("inconclusive", 50))]  # its units are not seeds
+    raised = decisive_seeds(records, params)
+    assert {key: count for key, (count, _) in raised.items()} == {"sparsify.seeds": sparsify + 10,
+                                                                  "real.seeds": real + 5}
+    assert raised["real.seeds"][1] == [f"PK-7 a: {real + 2}", f"JSL-5 a: {real + 5}"]
+
+
+def test_every_claim_names_the_params_that_set_its_seeds():
+    from vitheory.papers import PAPERS
+    from vitheory.preset import _leaves
+
+    leaves = _leaves(yaml.safe_load((ROOT / "params.yaml").read_text()))
+    for claim in (claim for paper in PAPERS for claim in paper.claims):
+        assert claim.seeds or claim.id == "JSL-7", f"{claim.id} names no seeds key"
+        for key in claim.seeds:
+            assert isinstance(leaves.get(key), int) and key.endswith(".seeds"), f"{claim.id}: {key}"
+
+
+def test_the_decisive_preset_is_generated_from_the_committed_run():
+    from vitheory.preset import decisive_preset
+
+    assert (ROOT / "presets/decisive.yaml").read_text() == decisive_preset(ROOT / "reports/claims.json",
+                                                                             ROOT / "params.yaml"), \
+        "presets/decisive.yaml is stale: run `python -m vitheory.preset --write-decisive`"

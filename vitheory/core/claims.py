@@ -77,6 +77,7 @@ KINDS = {
 }
 UNBOUNDED = (-math.inf, math.inf)
 POWER = 0.8  # the power at which `seeds_needed` plans a test
+AFFORDABLE_SEEDS = 1000  # beyond this, a power line says the effect is too small to decide, not a count
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,9 @@ class Variant:
 class Claim:
     """One claim. `samples(root)` reads its units from the artifacts under the repository root `root`;
     `statistics(samples)` measures every quantity from them; `regime(params)` says where the run's
-    settings put it; `evidence` are artifact paths relative to the root."""
+    settings put it; `evidence` are artifact paths relative to the root; `seeds` are the params keys that
+    set how many independent units (seeds) it has, which the `decisive` preset raises to what its
+    inconclusive criteria need (none: its units are not seeds, as a model written down by hand)."""
 
     id: str
     statement: str
@@ -175,6 +178,7 @@ class Claim:
     regime: Callable[[Any], str]
     conditions: tuple[Criterion, ...] = ()
     variants: tuple[Variant, ...] = ()
+    seeds: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         declared: dict[str, tuple] = {}

@@ -309,6 +309,7 @@ PAPER = Paper(
     claims=(
         Claim(
             id="JSL-1",
+            seeds=("spatial.seeds",),
             statement=("The positional-attention ViT trained by gradient descent reaches small test error on the "
                        "spatially structured data, while a generalized linear model cannot (error at least 1/8)."),
             metric="median over seeds of the test 0-1 error of the ViT and of the linear model phi(sum_j <w_j, X_j>)",
@@ -326,6 +327,7 @@ PAPER = Paper(
         ),
         Claim(
             id="JSL-2",
+            seeds=("spatial.seeds",),
             statement=("Gradient descent makes the positional encodings learn patch association: the Top_C most "
                        "similar encodings of each patch are exactly its own set, from about chance at "
                        "initialisation."),
@@ -352,6 +354,7 @@ PAPER = Paper(
         ),
         Claim(
             id="JSL-3",
+            seeds=("control.seeds",),
             statement=("On i.i.d. Gaussian patches labelled by a cubic CNN over the sets (no spatial structure in "
                        "the inputs), the ViT still reaches small test error, but its positional attention does not "
                        "show the convolution's sets."),
@@ -385,6 +388,7 @@ PAPER = Paper(
         ),
         Claim(
             id="JSL-4",
+            seeds=("spatial.seeds",),
             statement=("After pre-training, the model fine-tunes sample-efficiently to a new feature on the same "
                        "sets: keeping the learned positional attention, few downstream samples suffice."),
             metric=("downstream samples n from which on the median test error over seeds stays <= the target, "
@@ -402,6 +406,7 @@ PAPER = Paper(
         ),
         Claim(
             id="JSL-5",
+            seeds=("real.seeds",),
             statement=("Under one fixed permutation of the image, a ViT keeps its accuracy and learns the permuted "
                        "structure, while a CNN loses accuracy."),
             metric=("mean test accuracy over seeds on natural and on permuted images, ViT and CNN; the ViT's "
@@ -430,6 +435,7 @@ PAPER = Paper(
         ),
         Claim(
             id="JSL-6",
+            seeds=("real.seeds",),
             statement=("A ViT whose attention depends only on positions is competitive with the vanilla ViT on "
                        "real images."),
             metric="mean test accuracy over seeds of the positional-attention and the vanilla ViT, natural images",
@@ -475,6 +481,7 @@ PAPER = Paper(
         ),
         Claim(
             id="JSL-8",
+            seeds=("pos_dim_sweep.seeds",),
             statement=("Patch association depends on the positional width d_p relative to the D patches: trained "
                        "the same way, wider positional encodings associate more (docs/JSL22.md: at D = 64, d_p = 16 "
                        "failed and 128 succeeded)."),

@@ -242,6 +242,7 @@ PAPER = Paper(
     claims=(
         Claim(
             id="LI-1",
+            seeds=("phase.grids.default.seeds", "phase.grids.wide.seeds"),
             statement=("The number of training samples the ViT needs for zero test error grows as the fraction "
                        "alpha* of label-relevant tokens shrinks (Theorem 1's sufficient N scales as 1/alpha*^2); "
                        "the CNN needs more samples."),
@@ -268,6 +269,7 @@ PAPER = Paper(
         ),
         Claim(
             id="LI-2",
+            seeds=("phase.grids.default.seeds", "phase.grids.wide.seeds"),
             statement=("The number of SGD iterations to zero generalization (test) error, at a fixed step size, "
                        "grows as alpha* shrinks (Theorem 1's sufficient T scales as 1/alpha*)."),
             metric=("mean over seeds of the SGD steps until zero test error at the largest N (checked every "
@@ -289,6 +291,7 @@ PAPER = Paper(
         ),
         Claim(
             id="LI-3",
+            seeds=("train.li_vit.seeds",),
             statement=("SGD concentrates attention on label-relevant tokens: the attention mass that "
                        "label-relevant queries put on label-relevant tokens rises from about its uniform "
                        "value towards 1 during training."),
@@ -310,6 +313,7 @@ PAPER = Paper(
         ),
         Claim(
             id="LI-4",
+            seeds=("sparsify.seeds",),
             statement=("Removing label-irrelevant tokens (raises alpha*), the noisiest tokens (lowers tau) or "
                        "confusion tokens (lowers alpha#) each lowers the test loss; removing label-relevant tokens "
                        "raises it."),
@@ -338,6 +342,7 @@ PAPER = Paper(
         ),
         Claim(
             id="LI-5",
+            seeds=("real.seeds",),
             statement=("Token sparsification guided by attention keeps or improves the test accuracy of a deeper "
                        "ViT on real images, and removing a spurious token does too (the paper: \"a proper token "
                        "sparsification can improve the test performance by removing label-irrelevant and/or noisy "
@@ -377,6 +382,7 @@ PAPER = Paper(
         ),
         Claim(
             id="LI-6",
+            seeds=("noise_sweep.seeds",),
             statement=("At a fixed fraction alpha* of label-relevant tokens, the number of training samples the ViT "
                        "needs for zero test error grows with the token noise level tau."),
             metric=("N_min(tau), as LI-1's N_min(alpha*): the smallest N from which on at least the threshold share "

@@ -322,6 +322,7 @@ PAPER = Paper(
     claims=(
         Claim(
             id="PK-1",
+            seeds=("real.seeds",),
             statement=("ViTs' poor accuracy on small data is not overfitting: as the training set shrinks, their "
                        "training NLL and test error move together."),
             metric=("from all the training images to the smallest class-balanced fraction (every fraction trained "
@@ -344,6 +345,7 @@ PAPER = Paper(
         ),
         Claim(
             id="PK-2",
+            seeds=("real.seeds",),
             statement=("ViTs have many negative Hessian eigenvalues, CNNs few; more data and global average pooling "
                        "suppress them."),
             metric=("the Hessian of the training NLL + L2 on augmented mini-batches of each model's own training "
@@ -370,6 +372,7 @@ PAPER = Paper(
         ),
         Claim(
             id="PK-3",
+            seeds=("real.seeds",),
             statement=("Attention blocks are low-pass filters and convolutions high-pass: across a block, the "
                        "high-frequency log amplitude of the feature maps falls for attention and rises for conv/MLP "
                        "blocks."),
@@ -395,6 +398,7 @@ PAPER = Paper(
         ),
         Claim(
             id="PK-4",
+            seeds=("real.seeds",),
             statement="Attention blocks reduce the spatial variance of the feature maps; conv and MLP blocks raise it.",
             metric=("mean over blocks of each kind and over seeds of the change of the spatial variance across the "
                     "block, blocks that downsample left out; also the share of blocks and seeds with the claimed sign"),
@@ -417,6 +421,7 @@ PAPER = Paper(
         ),
         Claim(
             id="PK-5",
+            seeds=("real.seeds",),
             statement=("ViTs are robust to high-frequency noise and fragile to low-frequency noise; CNNs the "
                        "other way round."),
             metric=("each model's accuracy drop under noise band-passed at the highest frequency minus its drop "
@@ -439,6 +444,7 @@ PAPER = Paper(
         ),
         Claim(
             id="PK-6",
+            seeds=("real.seeds",),
             statement=("Replacing conv blocks at the end of a stage by attention blocks (AlterNet: none in the first "
                        "stage, at the end of later ones) beats the pure CNN, also on small data."),
             metric=("mean test error over seeds of AlterNet and of the CNN of the same shape, all conv blocks, on "
@@ -457,6 +463,7 @@ PAPER = Paper(
         ),
         Claim(
             id="PK-7",
+            seeds=("real.seeds",),
             statement=("In a multi-stage model, the attention blocks at the end of a stage matter most: removing one "
                        "costs more accuracy than removing a block before it in that stage."),
             metric=("AlterNet trained on all the data, one block at a time replaced by the identity on its "
@@ -476,6 +483,7 @@ PAPER = Paper(
         ),
         Claim(
             id="PK-8",
+            seeds=("real.seeds",),
             statement=("MSAs flatten the loss landscape: a model with MSAs has smaller Hessian eigenvalues than a "
                        "CNN trained the same way."),
             metric=("lambda_max of the Hessian of the training NLL + L2 (as PK-2), mean over mini-batches and "
@@ -492,6 +500,7 @@ PAPER = Paper(
         ),
         Claim(
             id="PK-9",
+            seeds=("real.seeds",),
             statement=("Feature-map variance peaks at the end of each stage ([PK22]: ResNet's does, and AlterNet puts "
                        "its MSAs there): it accumulates across a stage's blocks and is largest at its last one, for "
                        "AlterNet and the CNN."),
