@@ -3,6 +3,7 @@ with its figures and each claim's regime, and the provenance."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -77,6 +78,39 @@ def power_line(criterion: str, check: dict[str, Any]) -> str | None:
     return f"`{criterion}`: about {needed} seeds per group would decide it at the measured effect and spread"
 
 
+def within_spread(check: dict[str, Any]) -> bool:
+    """Whether a change of machine can flip this criterion's verdict. Trainings are chaotic: on another CPU
+    a number moves like a fresh draw of seed noise (issue 45: JSL-6 +0.0084 -> +0.0081, PK-8 -0.014 ->
+    +0.092), and `verify --against` accepts a move up to the interval's half-width h. Moved by h, the
+    interval (value +- h) crosses the threshold when |margin| < 2h: every inconclusive criterion, and a
+    verdict that holds or fails by less than one half-width to spare (ours: verify's tolerance)."""
+    low, high = check["interval"]
+    if check["margin"] is None or low is None:
+        return False  # unmeasured: inconclusive on any machine
+    return abs(check["margin"]) < high - low
+
+
+def _margin(check: dict[str, Any]) -> str:
+    return fmt(check["margin"]) + (SPREAD_MARK if within_spread(check) else "")
+
+
+SPREAD_MARK = " (±)"
+
+
+def cpu_description() -> str:
+    """The CPU this process runs on: vendor, model, core count, and the vector extensions that decide
+    which kernels run (Linux's /proc/cpuinfo; elsewhere what `platform` knows)."""
+    info: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            info.setdefault(key.strip(), value.strip())
+    flags = info.get("flags", "").split()
+    vector = [flag for flag in ("avx2", "fma", "avx512f", "amx_tile") if flag in flags]
+    return (f"{info.get('vendor_id', platform.machine())} {info.get('model name', platform.processor() or 'unknown model')}"
+            f", {os.cpu_count()} cores, " + ("flags " + " ".join(vector) if info else "flags unknown"))
+
+
 def regime_label(params: ParamsView) -> str:
     """The real-image regime in a few words, for the verdict table."""
     data, real = params.images, params.real
@@ -97,7 +131,7 @@ def claims_table(records: list[dict[str, Any]], regimes: dict[str, str]) -> list
                                f"{interval_text(check['interval'])}" for c, check in checks)
         threshold = "<br>".join(check["threshold"] for _, check in checks)
         source = "<br>".join(_source(check) for _, check in checks)
-        margin = "<br>".join(fmt(check["margin"]) for _, check in checks)
+        margin = "<br>".join(_margin(check) for _, check in checks)
         others = "<br>".join(f"{name}: {variant['verdict']}" for name, variant in r["variants"].items())
         lines.append(f"| [{r['paper']}] | {r['id']} | {measured} | {threshold} | {source} | {margin} | "
                      f"**{r['verdict']}** | {regimes[r['id']]} | {others} |")
@@ -119,7 +153,7 @@ def claim_section(record: dict[str, Any], regime: str, confidence: float) -> lis
                 df = "" if check["df"] is None else f" ({check['df']:.1f})"
                 lines.append(f"| {setting} | {kind}{criterion} | {fmt(judged['measured'][quantity])} | "
                              f"{interval_text(check['interval'])} | {method_text(check)} | {_units(check)}{df} | "
-                             f"{fmt(check['margin'])} | {check['verdict']}"
+                             f"{_margin(check)} | {check['verdict']}"
                              + (f" ({check['reason']})" if "reason" in check else "") + " |")
         lines.append(f"| {setting} | **claim** | | | | | | **{judged['verdict']}** |")
     power = [line for kind, checks in (("", record["criteria"]), ("condition: ", record["conditions"]))
@@ -223,6 +257,13 @@ def render_report(records: list[dict[str, Any]], params: ParamsView, params_text
     regimes = {claim.id: regime_label(params) if real_data in claim.regime(params)
                else f"synthetic, the [{paper.key}] data model" for paper in PAPERS for claim in paper.claims}
     lines += claims_table(records, regimes) + [""]
+    fragile = [f"{r['id']} `{criterion}`" for r in records for criterion, check in r["criteria"].items()
+               if within_spread(check)]
+    lines += [f"**Verdicts a change of machine can flip**, their margins marked{SPREAD_MARK}: "
+              f"{'; '.join(fragile) if fragile else 'none'}. On another CPU the trainings take other paths and each "
+              "number moves like a fresh draw of seed noise; `verify --against` accepts a move up to its "
+              "interval's half-width, which carries these intervals across their thresholds (|margin| < the "
+              "interval's width). Seed noise decides them; more seeds would settle them.", ""]
     by_id = {record["id"]: record for record in records}
     for paper in PAPERS:
         lines += [f"## [{paper.key}] {paper.citation}", ""]
@@ -240,6 +281,8 @@ def render_report(records: list[dict[str, Any]], params: ParamsView, params_text
               "- CPU numerics (pinned by `vitheory/__init__.py`; the README's reproducibility section): "
               + ", ".join(f"{name}={os.environ.get(name, 'unset')}" for name in CPU_NUMERICS)
               + f", {torch.get_num_threads()} intra-op threads",
+              f"- CPU (of the `report` stage, which runs last in `dvc repro`): {cpu_description()}; the bytes "
+              "are promised on this CPU model and core count only (the README's reproducibility section)",
               "- versions: " + ", ".join(f"{name} {version}" for name, version in versions.items()),
               "", "Params used (`params.yaml`):", "", "```yaml", params_text.rstrip(), "```", ""]
     return "\n".join(lines)
