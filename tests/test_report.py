@@ -76,20 +76,13 @@ def test_the_provenance_names_the_cpu_and_its_core_count():
         assert ("avx2" in described.split("flags")[1]) == ("avx2" in fields["flags"].split())
 
 
-def test_every_claims_regime_is_said_from_the_default_and_the_quick_params(default_params):
+def test_every_claims_regime_is_said_from_the_default_and_the_quick_params(default_params, quick_params):
     """The report states each claim's regime from the run's params (report.py calls `claim.regime` for every
     claim): a regime text that breaks stops the report stage, which only the end-to-end tests would see
     (13 such mutants of li23/claims.py survived, docs/MUTATION.md)."""
-    import yaml
-    from conftest import ROOT
-
     from vitheory.papers import PAPERS
-    from vitheory.params import parse_params
-    from vitheory.preset import merge
 
-    quick = parse_params(merge(yaml.safe_load((ROOT / "params.yaml").read_text()),
-                               yaml.safe_load((ROOT / "presets/quick.yaml").read_text())))
-    for params in (default_params, quick):
+    for params in (default_params, quick_params):
         for claim in (claim for paper in PAPERS for claim in paper.claims):
             said = claim.regime(params)
             assert isinstance(said, str) and len(said) > 20, f"{claim.id}: {said!r}"
