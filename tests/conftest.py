@@ -14,6 +14,15 @@ def default_params() -> ParamsView:
     return load_params(ROOT / "params.yaml")
 
 
+@pytest.fixture(scope="session")
+def quick_params() -> ParamsView:
+    """params.yaml with the quick preset merged in, validated."""
+    from vitheory.preset import merge
+
+    return parse_params(merge(yaml.safe_load((ROOT / "params.yaml").read_text()),
+                              yaml.safe_load((ROOT / "presets/quick.yaml").read_text())))
+
+
 @pytest.fixture
 def small_params() -> ParamsView:
     """The default params, shrunk so that a training run takes a fraction of a second."""

@@ -26,7 +26,7 @@ import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from vitheory.core.claims import AFFORDABLE_SEEDS, INCONCLUSIVE
+from vitheory.core.claims import AFFORDABLE_SEEDS, INCONCLUSIVE, labelled_checks
 from vitheory.core.errors import ParamsError
 from vitheory.core.paths import artifact
 from vitheory.papers import PAPERS
@@ -190,15 +190,14 @@ def decisive_seeds(records: list[dict[str, Any]], params: dict[str, Any]) -> dic
     current = _leaves(params)
     raised: dict[str, tuple[int, list[str]]] = {}
     for record in records:
-        for kind, checks in (("", record["criteria"]), ("condition: ", record["conditions"])):
-            for criterion, check in checks.items():
-                needed = check.get("seeds_needed")
-                if check["verdict"] != INCONCLUSIVE or needed is None or needed > AFFORDABLE_SEEDS:
-                    continue
-                for key in keys.get(record["id"], ()):
-                    count, asking = raised.get(key, (current[key], []))
-                    if needed > current[key]:
-                        raised[key] = (max(count, needed), [*asking, f"{record['id']} {kind}{criterion}: {needed}"])
+        for label, check in labelled_checks(record):
+            needed = check.get("seeds_needed")
+            if check["verdict"] != INCONCLUSIVE or needed is None or needed > AFFORDABLE_SEEDS:
+                continue
+            for key in keys.get(record["id"], ()):
+                count, asking = raised.get(key, (current[key], []))
+                if needed > current[key]:
+                    raised[key] = (max(count, needed), [*asking, f"{record['id']} {label}: {needed}"])
     return raised
 
 

@@ -18,7 +18,8 @@ import yaml
 
 from vitheory import CPU_NUMERICS
 from vitheory.core.artifacts import read_json
-from vitheory.core.claims import AFFORDABLE_SEEDS, FAILS, HOLDS, INCONCLUSIVE, KINDS, IntervalSettings, evaluate
+from vitheory.core.claims import (AFFORDABLE_SEEDS, FAILS, HOLDS, INCONCLUSIVE, KINDS, IntervalSettings, evaluate,
+                                  labelled_checks)
 from vitheory.core.config import ParamsView, as_dict
 from vitheory.core.paths import outputs, stages
 from vitheory.images.params import dataset_named
@@ -156,14 +157,11 @@ def claim_section(record: dict[str, Any], regime: str, confidence: float) -> lis
                              f"{_margin(check)} | {check['verdict']}"
                              + (f" ({check['reason']})" if "reason" in check else "") + " |")
         lines.append(f"| {setting} | **claim** | | | | | | **{judged['verdict']}** |")
-    power = [line for kind, checks in (("", record["criteria"]), ("condition: ", record["conditions"]))
-             for criterion, check in checks.items() if (line := power_line(f"{kind}{criterion}", check))]
+    power = [line for label, check in labelled_checks(record) if (line := power_line(label, check))]
     if power:
         lines += ["", "Seeds to decide (power 0.8, this run's effect and spread):", ""] + [f"- {p}" for p in power]
     lines += ["", "Where each threshold comes from:", ""]
-    lines += [f"- `{kind}{criterion}`: {check['source']}"
-              for kind, checks in (("", record["criteria"]), ("condition: ", record["conditions"]))
-              for criterion, check in checks.items()]
+    lines += [f"- `{label}`: {check['source']}" for label, check in labelled_checks(record)]
     lines += ["", "| quantity | value |", "| --- | --- |"]
     lines += [f"| {quantity} | {fmt(value)} |" for quantity, value in record["measured"].items()]
     lines.append("")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from vitheory.core.claims import labelled_checks
 from vitheory.core.artifacts import read_json
 from vitheory.core.cli import TIMINGS
 from vitheory.core.paths import ROOT, outputs, stages
@@ -105,9 +106,8 @@ def results_table(root: Path) -> str:
     for paper in PAPERS:
         for claim in paper.claims:
             record = records[claim.id]
-            checks = [(f"{kind}{criterion}", record["measured"][criterion.split()[0]], check)
-                      for kind, group in (("", record["criteria"]), ("condition: ", record["conditions"]))
-                      for criterion, check in group.items()]
+            checks = [(label, record["measured"][label.removeprefix("condition: ").split()[0]], check)
+                      for label, check in labelled_checks(record)]
             values = "<br>".join(f"`{name}`: {fmt(value)} {interval_text(check['interval'])}"
                                  for name, value, check in checks)
             sources = "<br>".join(check["source"].partition(":")[0] for _, _, check in checks)

@@ -120,11 +120,10 @@ def test_every_real_image_verdict_names_the_cluttered_regime_it_ran_in():
     assert "8 x 8 pixels at most 2 px from the centre of a 16 x 16 canvas" in claims["PK-1"].regime(moved)
 
 
-def test_the_default_regime_is_cluttered_with_an_8_by_8_token_grid_and_the_quick_preset_is_the_digits():
+def test_the_default_regime_is_cluttered_with_an_8_by_8_token_grid_and_the_quick_preset_is_the_digits(quick_params):
     assert CLUTTERED.images.dataset == "cluttered_digits"
     built, vit = CLUTTERED.images.cluttered, CLUTTERED.real.models.vit
     grid = built.canvas // vit.patch
     assert grid >= 8 and built.digit_side ** 2 / built.canvas ** 2 <= 0.25  # most tokens carry no digit
-    quick = parse_params(merge(yaml.safe_load((ROOT / "params.yaml").read_text()),
-                               yaml.safe_load((ROOT / "presets/quick.yaml").read_text())))
+    quick = quick_params
     assert quick.images.dataset == "digits"

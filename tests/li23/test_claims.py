@@ -12,11 +12,12 @@ from vitheory.core.claims import (FAILS, HOLDS, INCONCLUSIVE, MEAN, MEDIAN, PAIR
                                   claim_verdict, evaluate)
 from vitheory.core.errors import ArtifactError
 from vitheory.core.paths import artifact
-from vitheory.li23 import token_keeping
-from vitheory.li23.claims import PAPER
+from vitheory.li23 import phase, token_keeping
+from vitheory.li23.claims import PAPER, _phase_samples
 
 LI3 = next(claim for claim in PAPER.claims if claim.id == "LI-3")
 LI5 = next(claim for claim in PAPER.claims if claim.id == "LI-5")
+LI6 = next(claim for claim in PAPER.claims if claim.id == "LI-6")
 SETTINGS = IntervalSettings(confidence=0.95, resamples=200, seed=0)
 
 
@@ -142,6 +143,8 @@ def test_li5_says_what_the_marker_costs_and_what_removing_it_gains():
     ({12: (0.91, 0.80, 0.70), 8: (0.85, 0.60, 0.40), 4: (0.60, 0.40, 0.20)}, 12, True),   # 12 of 16: no loss
     ({12: (0.85, 0.80, 0.70), 8: (0.80, 0.60, 0.40), 4: (0.60, 0.40, 0.20)}, 12, False),  # a loss at every k
     ({12: (0.91, 0.95, 0.70), 8: (0.85, 0.60, 0.40), 4: (0.60, 0.40, 0.20)}, 12, False),  # random does better
+    ({12: (0.91, 0.80, 0.95), 8: (0.85, 0.60, 0.40), 4: (0.60, 0.40, 0.20)}, 12, False),  # the least attended win
+    ({12: (0.85, 0.80, 0.70), 8: (0.91, 0.60, 0.40), 4: (0.60, 0.40, 0.20)}, 8, True),    # best at 8, not at 12
 ])
 def test_li5_reads_the_keep_ratio_where_attention_does_best(kept, best, holds):
     measured = LI5.statistics({"seeds": [_li5_seed(kept)] * 3, "settings": [{"patches": 16}]})
@@ -195,3 +198,114 @@ def test_li2_decides_on_the_direction_of_the_steps(steps, holds):
     measured = LI2.statistics(_phase_units({0.1: 8, 0.2: 8, 0.4: 8}, {0.1: 8, 0.2: 8, 0.4: 8}, steps))
     assert LI2.criteria[0].holds(measured["vit_steps_fall_as_alpha_grows"]) is holds
     assert measured["vit_steps_exponent"] == pytest.approx(1.0 if holds else -1.0, abs=0.01)
+
+
+@pytest.mark.parametrize("vit_n_min,falls", [
+    ({0.1: 64, 0.2: 16, 0.4: 16}, True),    # a plateau at the large end: never grows, smaller at the end
+    ({0.1: 64, 0.2: 64, 0.4: 16}, True),    # a plateau at the small end
+    ({0.1: 1000, 0.2: 1000, 0.4: 16}, True),  # censored twice (never reached): two infinities tie
+    ({0.1: 16, 0.2: 64, 0.4: 4}, False),    # rises, then falls below where it started: not a fall
+])
+def test_n_min_falls_through_plateaus_but_not_through_a_rise(vit_n_min, falls):
+    # a coarse grid of N often gives neighbouring alpha* the same N_min: "never grows" must let a tie pass,
+    # and every neighbour must be compared, not only the ends (LI-2's steps are read by the same rule)
+    measured = LI1.statistics(_phase_units(vit_n_min, {0.1: 1000, 0.2: 64, 0.4: 16}, {0.1: 400, 0.2: 200, 0.4: 100}))
+    assert measured["vit_n_min_falls_as_alpha_grows"] == float(falls)
+
+
+@pytest.mark.parametrize("vit_n_min,cnn_n_min,described", [
+    ({0.1: 64, 0.2: 16, 0.4: 4}, {0.1: 1000, 0.2: 64, 0.4: 16},
+     {"vit_n_min_censored": 0, "cnn_n_min_censored": 1, "vit_n_min_at_smallest_alpha": 64,
+      "cnn_n_min_at_smallest_alpha": -1}),
+    ({0.1: 1000, 0.2: 16, 0.4: 4}, {0.1: 32, 0.2: 16, 0.4: 8},
+     {"vit_n_min_censored": 1, "cnn_n_min_censored": 0, "vit_n_min_at_smallest_alpha": -1,
+      "cnn_n_min_at_smallest_alpha": 32}),
+])
+def test_li1_describes_censored_n_mins_and_is_measured_when_a_seed_never_reaches_zero_test_error(
+        vit_n_min, cnn_n_min, described):
+    # the report's table shows these beside the verdict (-1: never reached in the grid); and a seed that never
+    # reaches zero test error at the largest N (steps -1, as the CNN often does) counts at the step budget,
+    # which LI-1's call to scaling must pass on, or the steps it discards cannot even be averaged
+    measured = LI1.statistics(_phase_units(vit_n_min, cnn_n_min, {0.1: -1, 0.2: 200, 0.4: 100}))
+    assert {key: measured[key] for key in described} == described
+    nmins = [None if n == 1000 else n for n in cnn_n_min.values()]
+    assert measured["cnn_exponent"] == pytest.approx(phase.fit_exponent([10, 5, 2.5], nmins, 64))
+
+
+def test_li2_counts_a_seed_at_zero_test_error_from_step_0_as_reaching_it_and_one_never_there_at_the_budget():
+    # steps_to_zero_test_error is 0 when the model has zero test error at initialisation (train_ensemble
+    # checks step 0), -1 when never: only -1 is "never"
+    samples = _phase_units({0.1: 8, 0.2: 8, 0.4: 8}, {0.1: 8, 0.2: 8, 0.4: 8}, {0.1: 400, 0.2: 200, 0.4: 100})
+    for row in samples["vit"][0]:
+        if row["alpha_star"] == 0.4 and row["n_train"] == 64:
+            row["steps_to_zero_test_error"] = 0
+    assert LI2.statistics(samples)["vit_least_share_reaching_zero_test_error"] == 1.0
+    # a seed that never gets there counts at the budget (1000), for the CNN's exponent too (the same steps here)
+    censored = LI2.statistics(_phase_units({0.1: 8, 0.2: 8, 0.4: 8}, {0.1: 8, 0.2: 8, 0.4: 8},
+                                           {0.1: -1, 0.2: 200, 0.4: 100}))
+    assert censored["vit_least_share_reaching_zero_test_error"] == 0.0
+    assert censored["cnn_steps_exponent"] == censored["vit_steps_exponent"] == pytest.approx(
+        phase.fit_exponent([10, 5, 2.5], [1000, 200, 100], 1000))
+
+
+def test_li3_describes_the_masses_its_verdict_rests_on():
+    # claims.json and the report show every one of these beside the three criteria
+    test = {"attn_all_query": 0.5, "error_rate": 0.25}
+    final = {"attn_relevant_query": 0.9, "attn_all_query": 0.7, "error_rate": 0.0}
+    seeds = [{"initial": test | {"attn_relevant_query": 0.2}, "final": final}]
+    measured = LI3.statistics({"seeds": seeds * 2, "settings": [{"uniform": 0.25, "all_query_cap": 0.8}]})
+    assert measured == pytest.approx({"initial": 0.2, "final": 0.9, "final_over_initial": 4.5, "uniform": 0.25,
+                                      "initial_over_uniform": 0.8, "all_query_initial": 0.5, "all_query_final": 0.7,
+                                      "all_query_cap": 0.8, "test_error_final": 0.0})
+
+
+def test_li5_describes_inference_accuracies_apart_from_fine_tuned_ones():
+    # the report shows both stages per kept-token count; only the fine-tuned ones decide
+    seed = _li5_seed({8: (0.9, 0.5, 0.3)}) | {("natural", strategy, 8, 0): accuracy for strategy, accuracy in
+                                              (("attention", 0.6), ("random", 0.4), ("lowest", 0.2))}
+    measured = LI5.statistics({"seeds": [seed] * 2, "settings": [{"patches": 16}]})
+    assert [measured[f"inference_{s}_8"] for s in ("attention", "random", "lowest")] == [0.6, 0.4, 0.2]
+    assert [measured[f"finetuned_{s}_8"] for s in ("attention", "random", "lowest")] == [0.9, 0.5, 0.3]
+    assert measured["spurious_clean"] == 0.8
+
+
+def _noise_units(n_mins, seeds=4, grid=(1, 2, 4, 8, 16, 32)):
+    """Each seed's runs over the noise radii: success exactly from the given N on (None: never in the grid)."""
+    return {"seeds": [[{"noise_radius": tau, "model": "vit", "alpha_star": 0.2, "n_train": n, "seed": s,
+                        "success": int(m is not None and n >= m)} for tau, m in n_mins.items() for n in grid]
+                      for s in range(seeds)], "settings": [{"success_rate": 0.5}]}
+
+
+@pytest.mark.parametrize("n_mins,measured", [
+    ({0.2: 2, 0.5: 8, 0.8: 8}, {"n_min_grows_with_noise": 1.0, "n_min_above_floor_at_smallest_noise": 1.0,
+                                "n_min_censored": 0, "n_min_at_0.2": 2, "n_min_at_0.5": 8, "n_min_at_0.8": 8}),
+    ({0.2: 2, 0.5: 2, 0.8: 8}, {"n_min_grows_with_noise": 1.0, "n_min_above_floor_at_smallest_noise": 1.0,
+                                "n_min_censored": 0, "n_min_at_0.2": 2, "n_min_at_0.5": 2, "n_min_at_0.8": 8}),
+    ({0.2: 2, 0.5: 8, 0.8: None}, {"n_min_grows_with_noise": 1.0, "n_min_above_floor_at_smallest_noise": 1.0,
+                                   "n_min_censored": 1, "n_min_at_0.2": 2, "n_min_at_0.5": 8, "n_min_at_0.8": -1}),
+    ({0.2: 1, 0.5: 8, 0.8: 32}, {"n_min_grows_with_noise": 1.0, "n_min_above_floor_at_smallest_noise": 0.0,
+                                 "n_min_censored": 0, "n_min_at_0.2": 1, "n_min_at_0.5": 8, "n_min_at_0.8": 32}),
+])
+def test_li6_n_min_grows_through_plateaus_and_past_the_grid(n_mins, measured):
+    # as LI-1's fall: a tie between neighbouring radii passes, a censored N_min (never reached) is larger than
+    # any reached one and described as -1; only the smallest radius's N_min is held against the grid's floor
+    assert LI6.statistics(_noise_units(n_mins)) == measured
+
+
+def test_li1_and_li2_read_each_grid_from_its_own_runs_and_the_settings_from_the_fits(tmp_path):
+    # the verdict table writes one table to both grids, so nothing else tells the wide variant from the default
+    # setting; _phase_samples is called directly as well, because PAPER calls it at import, where mutmut
+    # attributes the call to no test that reads a grid
+    write_json(tmp_path / artifact("phase_metrics"), {"success_rate_threshold": 0.75, "step_budget": 500})
+    largest = {"default": 4, "wide": 8}
+    for grid, top in largest.items():
+        for model in ("vit", "cnn"):
+            write_table(tmp_path / phase.runs_path(grid, model), list(phase.COLUMNS),
+                        [(model, 0.1, n, seed, 0.0, 1, 2, 1) for seed in range(2) for n in range(2, top + 1, 2)])
+    for grid, samples in [(grid, samples) for claim in (LI1, LI2)
+                          for grid, samples in (("default", claim.samples), ("wide", claim.variants[0].samples))]:
+        for read in (samples(tmp_path), _phase_samples(grid)(tmp_path)):
+            assert read["settings"] == [{"success_rate": 0.75, "step_budget": 500}]
+            for model in ("vit", "cnn"):
+                assert len(read[model]) == 2 and {row["model"] for unit in read[model] for row in unit} == {model}
+                assert max(row["n_train"] for row in read[model][0]) == largest[grid]

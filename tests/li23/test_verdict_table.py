@@ -131,6 +131,8 @@ ROWS = [
     # LI-1: N_min's direction over alpha* (a step statistic: the bootstrap over seeds)
     Row("LI-1", _phase(), HOLDS, "N_min falls as alpha* grows on every seed; the CNN never reaches zero error at 0.1"),
     Row("LI-1", _phase(vit_n=RISING_N), FAILS, "N_min rises with alpha* on every seed"),
+    Row("LI-1", _phase(vit_n={0.1: 128, 0.2: 64, 0.3: 64}), HOLDS,
+        "N_min falls, then ties at the two largest alpha* (a coarse grid's plateau is no rise)"),
     Row("LI-1", _phase(cnn_n={0.1: 64, 0.2: 64, 0.3: 64}), FAILS, "the CNN needs fewer samples at the smallest alpha*"),
     Row("LI-1", _phase(vit_n=_one_seed_off(FALLING_N, RISING_N)), INCONCLUSIVE,
         "one seed in 8 rises: N_min does not fall with it and falls without it"),
@@ -172,12 +174,17 @@ ROWS = [
         unmet="spurious_marker_cost", criteria=FAILS),
     # LI-6: N_min's direction over tau (a step statistic)
     Row("LI-6", _noise_sweep(), HOLDS, "N_min 2, 8, 32 as tau grows on every seed"),
+    Row("LI-6", _noise_sweep({0.2: 2, 0.5: 8, 0.8: 64}), HOLDS,
+        "N_min never reached in the grid at the largest tau: censored, larger than any reached one"),
     Row("LI-6", _noise_sweep({0.2: 32, 0.5: 8, 0.8: 2}), FAILS, "N_min falls as tau grows on every seed"),
     Row("LI-6", _noise_sweep([GROWING, {0.2: 2, 0.5: 8, 0.8: 4}] * (SEEDS // 2)), INCONCLUSIVE,
         "half the seeds reach zero error from 4 at the largest tau: N_min there is 4 or 32 by the resample"),
     Row("LI-6", _noise_sweep({0.2: 1, 0.5: 1, 0.8: 1}), INCONCLUSIVE,
         "every radius succeeds from N = 1, the grid's floor", unmet="n_min_above_floor_at_smallest_noise",
         criteria=FAILS),
+    Row("LI-6", _noise_sweep({0.2: 1, 0.5: 8, 0.8: 32}), INCONCLUSIVE,
+        "N_min grows with tau, but from the grid's floor at the smallest tau: the grid may set that end",
+        unmet="n_min_above_floor_at_smallest_noise", criteria=HOLDS),
 ]
 
 

@@ -488,6 +488,12 @@ def _share_seeds_needed(c: Criterion, value: float, n: int, confidence: float) -
 SHARE_SCAN, SHARE_LIMIT = 2_000, 1_000_000
 
 
+def labelled_checks(judged: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(label, check) of every criterion, then every condition (labelled `condition: ...`), of one judged
+    setting of a claims.json record: how the report, the README and the decisive preset name them."""
+    return [*judged["criteria"].items(), *((f"condition: {name}", check) for name, check in judged["conditions"].items())]
+
+
 def seeds_needed(c: Criterion, value: float | None, interval: Interval, confidence: float) -> int | None:
     """About how many seeds (per group) the criterion's test would need to decide at the measured effect
     and spread, with power POWER: n (z_{1-tail} + z_POWER)^2 se^2 / margin^2 for the units n it rests on
