@@ -4,7 +4,9 @@ stored per-seed runs, and compute every summary from them."""
 import json
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -361,3 +363,7 @@ def test_regimes_state_the_runs_settings_and_which_scores_and_permutation_it_ran
     assert CLAIMS["JSL-5"].regime(default_params).endswith("(finer than the ViT's patch: no patch order undoes it).")
     assert CLAIMS["JSL-5"].regime(other).endswith(
         "(whole patches: a ViT with learned positions is then equivalent to the unpermuted one).")
+    # a block that is not a multiple of the patch cuts across patches: no patch order undoes it either
+    straddling = SimpleNamespace(images=default_params.images,
+                                 real=replace(default_params.real, permutation_block=patch + 1))
+    assert CLAIMS["JSL-5"].regime(straddling).endswith("(squares that cut across the ViT's patches: no patch order undoes it).")
