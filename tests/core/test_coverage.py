@@ -420,3 +420,38 @@ def test_a_step_statistic_plans_its_seeds_from_the_resamples_spread_unless_one_i
     censored = {"a": STEP_UNITS["a"][:-1] + [math.inf]}
     maximum = _claim(lambda s: {"effect": float(max(s["a"]))}, STEP, threshold=10.0)
     assert intervals(maximum, censored, SETTINGS)["effect"].standard_error is None
+
+
+@pytest.mark.parametrize("n,confidence", [(n, 0.95) for n in range(5, 31)] + [(6, 0.78125), (9, 0.5), (12, 0.9)])
+def test_order_statistic_ranks_are_the_innermost_pair_that_covers(n, confidence):
+    """The largest r whose [x_(r), x_(n+1-r)] covers the median with probability 1 - 2 P(B(n, 1/2) <= r - 1)
+    >= confidence, searched over every r here; r = 1 when none does. 0.78125 is r = 2's coverage at 6
+    seeds exactly: a pair that covers at exactly the confidence is taken."""
+    covering = [r for r in range(1, n // 2 + 1) if 1 - 2 * stats.binom.cdf(r - 1, n, 0.5) >= confidence - 1e-15]
+    r = max(covering, default=1)
+    assert order_statistic_ranks(n, confidence) == (r, pytest.approx(1 - 2 * stats.binom.cdf(r - 1, n, 0.5)))
+
+
+def test_a_medians_interval_and_plan_are_its_order_statistics_and_its_asymptotic_standard_error():
+    """8 seeds 1..8: at 95% no inner pair covers, so [min, max] = [1, 8] at 1 - 2/2^8; inconclusive against
+    4, and the plan uses the median's standard error 1.2533 sd / sqrt(n)."""
+    claim = MEDIAN_CLAIM
+    units = [float(v) for v in range(1, 9)]
+    found = intervals(claim, {"a": units}, SETTINGS)["effect"]
+    assert (found.low, found.high, found.coverage, found.units) == (1.0, 8.0, 1 - 2 / 2 ** 8, {"a": 8})
+    criterion = Criterion("effect", ">", 4.0, "ours: a test", MEDIAN, group="a")
+    se = 1.2533 * float(np.std(units, ddof=1)) / math.sqrt(8)
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    assert seeds_needed(criterion, 4.5, found, 0.95) == math.ceil(8 * (z * se / 0.5) ** 2)
+
+
+@pytest.mark.parametrize("units,moving", [([3.0] * 8, False), ([1.0] * 7 + [9.0], True), ([0.0] + [5.0] * 7, True)])
+def test_a_median_rests_on_its_seeds_unless_they_all_agree(units, moving):
+    found = intervals(MEDIAN_CLAIM, {"a": units}, SETTINGS)["effect"]
+    assert found.units == ({"a": 8} if moving else {})
+
+
+def test_an_unmeasurable_seeds_median_has_no_interval():
+    claim = _claim(lambda s: {"effect": None if None in s["a"] else float(np.median(s["a"]))}, MEDIAN, group="a")
+    found = intervals(claim, {"a": [1.0, 2.0, None, 4.0, 5.0]}, SETTINGS)["effect"]
+    assert (found.low, found.high, found.coverage, found.units, found.standard_error) == (None, None, None, {}, None)

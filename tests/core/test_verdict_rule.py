@@ -8,8 +8,8 @@ import statistics
 import pytest
 from verdict_tables import SETTINGS
 
-from vitheory.core.claims import (FAILS, HOLDS, INCONCLUSIVE, MEAN, PAIRED, SHARE, STEP, Claim, Criterion, Variant,
-                                  claim_verdict, evaluate)
+from vitheory.core.claims import (FAILS, HOLDS, INCONCLUSIVE, MEAN, PAIRED, SHARE, STEP, Claim, Criterion,
+                                  IntervalSettings, Variant, claim_verdict, evaluate)
 from vitheory.core.paths import artifact
 
 ON = [1.0] * 8  # a condition's indicator on every seed: met
@@ -93,6 +93,7 @@ def test_a_paired_direction_is_decided_by_the_exact_test_not_the_interval(tmp_pa
     paired = _judge(tmp_path, [_ours("difference", ">", 0.0, PAIRED)], _seeds(difference=values))
     check = paired["criteria"]["difference > 0"]
     assert check["interval"][0] < 0 and check["p_values"] == {"greater": pytest.approx(1 / 256), "smaller": 1.0}
+    assert (check["coverage"], check["units"], check["df"]) == (0.95, {"seeds": 8}, 7.0)  # Student-t's beside it
     assert check["verdict"] == HOLDS and paired["verdict"] == HOLDS
     # every seed negative: the test rejects the holding side
     assert _judge(tmp_path, [_ours("difference", ">", 0.0, PAIRED)],
@@ -200,5 +201,36 @@ def test_a_paired_direction_with_a_seed_it_cannot_measure_alone_keeps_its_interv
         return evaluate(claim, "TEST", tmp_path, SETTINGS)["criteria"]["difference > 0"]
 
     paired, mean = judged(PAIRED), judged(MEAN)
-    assert paired["interval"] == mean["interval"] and mean["interval"][0] > 0
+    kept = ("interval", "coverage", "units", "df")
+    assert {k: paired[k] for k in kept} == {k: mean[k] for k in kept} and mean["interval"][0] > 0
     assert "p_values" not in paired and paired["verdict"] == mean["verdict"] == HOLDS
+
+
+@pytest.mark.parametrize("values,verdict", [(ABOVE[:6], HOLDS), (BELOW[:6], FAILS)])
+def test_a_sign_flip_p_exactly_at_the_tail_decides(tmp_path, values, verdict):
+    """At confidence 1 - 2/64 the tail is 1/64, six agreeing seeds' p exactly: the test rejects at p <= tail."""
+    settings = IntervalSettings(confidence=1 - 2 / 64, resamples=SETTINGS.resamples, seed=0)
+    record = evaluate(_claim([_ours("difference", ">", 0.0, PAIRED)], _seeds(difference=values)), "TEST", tmp_path,
+                      settings)
+    assert record["verdict"] == verdict
+
+
+def test_a_value_within_rounding_of_the_threshold_counts_as_on_it():
+    """1e-9 relative to the threshold (at least 1e-9): 0.1 + 0.2 is not above 0.3, 1000 + 1e-7 not above 1000,
+    but 1.5e-9 is above 0 and 1000 + 1e-5 above 1000."""
+    def above(value, threshold):
+        return _ours("effect", ">", threshold).holds(value)
+    assert not above(0.1 + 0.2, 0.3) and not above(1000 + 1e-7, 1000.0)
+    assert above(1.5e-9, 0.0) and above(1000 + 1e-5, 1000.0)
+    assert _ours("effect", ">=", 0.3).holds(0.3 - 1e-12)
+
+
+def test_an_interval_reaching_exactly_the_smallest_effect_is_negligible():
+    c = _ours("effect", ">", 0.0, smallest_effect=0.05, smallest_effect_source="ours: negligible here")
+    assert c.negligible((-0.05, 0.05)) and not c.negligible((-0.05, 0.06)) and not c.negligible((-0.06, 0.05))
+
+
+def test_a_quantity_declared_as_two_kinds_is_refused_and_two_quantities_of_two_kinds_are_not():
+    _claim([_ours("a", ">", 0.0), _ours("b", ">", 0.0, PAIRED)], _seeds(a=ABOVE, b=ABOVE))
+    with pytest.raises(ValueError, match=r"^RULE: a is declared as two kinds of quantity$"):
+        _claim([_ours("a", ">", 0.0), _ours("a", ">", 0.0, PAIRED)], _seeds(a=ABOVE))
