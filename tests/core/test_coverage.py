@@ -5,6 +5,7 @@ rate at which a criterion whose truth sits exactly on its threshold falsely hold
 pointed at the methods the project used before (a Student-t interval of a share of seeds, the log of an
 arithmetic mean of skewed units, a three-unit percentile bootstrap) must find them short."""
 
+import itertools
 import math
 
 import numpy as np
@@ -12,8 +13,8 @@ import pytest
 from scipy import stats
 
 from vitheory.core.claims import (FAILS, HOLDS, INCONCLUSIVE, LOG, MEAN, MEDIAN, PAIRED, SHARE, STEP, Claim,
-                                  Criterion, IntervalSettings, clopper_pearson, decide, intervals,
-                                  order_statistic_ranks, seeds_needed)
+                                  Criterion, Interval, IntervalSettings, clopper_pearson, decide, intervals,
+                                  order_statistic_ranks, seeds_needed, sign_flip_p_values, smallest_decisive_units)
 
 TRIALS = 2000
 SETTINGS = IntervalSettings(confidence=0.95, resamples=200, seed=0)
@@ -282,3 +283,175 @@ def test_a_share_needs_the_fewest_seeds_whose_exact_interval_excludes_the_thresh
     assert criterion.verdict(0.8, clopper_pearson(round(0.8 * needed), needed, 0.95)) == HOLDS
     assert all(criterion.verdict(0.8, clopper_pearson(round(0.8 * m), m, 0.95)) == INCONCLUSIVE
                for m in range(5, needed))
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.9, 0.8])
+@pytest.mark.parametrize("k,n", [(0, 5), (1, 5), (3, 10), (10, 10), (17, 20)])
+def test_clopper_pearson_is_scipys_exact_binomial_interval(k, n, confidence):
+    """scipy's exact interval (`binomtest(...).proportion_ci(method="exact")`), an implementation of its own."""
+    exact = stats.binomtest(k, n).proportion_ci(confidence, method="exact")
+    assert clopper_pearson(k, n, confidence) == pytest.approx((exact.low, exact.high), abs=1e-12)
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.9, 0.75, 0.5])
+def test_the_fewest_seeds_that_can_decide_are_those_of_each_exact_method(confidence):
+    """A paired direction: the fewest agreeing seeds whose sign-flip p reaches the tail (the test itself
+    asked); a median: the fewest whose [min, max] covers at the confidence (the order statistics' own
+    coverage); every other kind: two, the fewest with a spread."""
+    tail = (1 - confidence) / 2
+    rng = np.random.default_rng(0)
+    paired = next(n for n in range(1, 20) if sign_flip_p_values([1.0] * n, 0.0, rng)[0] <= tail)
+    median = next(n for n in range(2, 20) if order_statistic_ranks(n, confidence)[1] >= confidence)
+    assert smallest_decisive_units(PAIRED, confidence) == paired
+    assert smallest_decisive_units(MEDIAN, confidence) == median
+    assert {smallest_decisive_units(kind, confidence) for kind in (MEAN, LOG, SHARE, STEP)} == {2}
+    # the 95% report: six seeds for a paired direction, six for a median's [min, max] (93.75% at five)
+    assert (smallest_decisive_units(PAIRED, 0.95), smallest_decisive_units(MEDIAN, 0.95)) == (6, 6)
+
+
+def _planned(kind, value, threshold, n, standard_error, op=">", confidence=0.95):
+    criterion = Criterion("effect", op, threshold, "ours: a test", kind, group="a" if kind in (SHARE, MEDIAN, PAIRED) else None)
+    return seeds_needed(criterion, value, Interval(None, None, kind, confidence, {"a": n},
+                                                   standard_error=standard_error), confidence)
+
+
+def test_the_seeds_needed_on_the_log_scale_use_the_log_of_the_ratio_to_the_threshold():
+    """margin log(4) - log(2) with se 0.5 on the log scale at 5 units: 5 (2.80 x 0.5 / 0.693)^2 = 20.4."""
+    assert _planned(LOG, 4.0, 2.0, 5, 0.5) == 21
+    assert _planned(LOG, 0.5, 0.25, 5, 0.5) == 21  # the same ratio below 1
+    # no log of a value or threshold that is not positive: the plan says nothing rather than fail
+    assert [_planned(LOG, value, threshold, 5, 0.5) for value, threshold in [(0.0, 1.0), (-1.0, 1.0), (1.0, 0.0)]] \
+        == [None, None, None]
+
+
+def test_the_seeds_needed_are_more_than_now_and_never_fewer_than_the_method_can_decide_with():
+    # a large effect with little spread: the formula asks for 1 seed
+    assert _planned(MEAN, 1.0, 0.0, 10, 0.01) == 11  # more than the 10 it has, which did not decide
+    assert _planned(PAIRED, 1.0, 0.0, 3, 0.01) == 6  # the sign-flip test decides nothing under 6
+
+
+def test_the_seeds_needed_are_none_without_a_measured_effect_or_spread():
+    assert _planned(MEAN, None, 0.0, 5, 0.1) is None
+    assert _planned(MEAN, 0.0, 0.0, 5, 0.1) is None  # no effect to plan for
+    assert _planned(MEAN, 0.3, 0.0, 5, None) is None
+    assert _planned(SHARE, None, 0.5, 5, 0.1) is None
+
+
+@pytest.mark.parametrize("share,n", [(1.0, 10), (0.52, 10), (0.9, 5)])
+def test_a_shares_seeds_needed_are_the_fewest_from_now_whose_exact_interval_decides(share, n):
+    """The fewest m >= n seeds: at 1.0 of 10, 10 already decide >= 0.5 (the plan never goes below now); 0.52
+    against 0.5 needs thousands, beyond the seed-by-seed scan (bisected there)."""
+    criterion = Criterion("effect", ">=", 0.5, "ours: a test", SHARE, group="a")
+
+    def decides(m):
+        return criterion.verdict(share, clopper_pearson(round(share * m), m, 0.95)) != INCONCLUSIVE
+
+    needed = _planned(SHARE, share, 0.5, n, 0.1, op=">=")
+    assert isinstance(needed, int) and needed >= n and decides(needed)
+    assert needed == n or not decides(needed - 1)
+    if share == 0.52:
+        assert needed > 2_000
+
+
+@pytest.mark.parametrize("n,positive", [(6, 6), (6, 4), (16, 11), (20, 14)])
+def test_sign_flip_p_values_are_the_binomial_tails_for_seeds_of_equal_magnitude(n, positive):
+    """Seeds at threshold +- 1: the sum counts the positive signs, so P(T >= observed) is the binomial tail
+    P(B(n, 1/2) >= positive), exactly up to 16 seeds and within Monte Carlo error of 2^16 patterns beyond."""
+    values = [1.5] * positive + [-0.5] * (n - positive)  # threshold 0.5
+    greater, smaller = sign_flip_p_values(values, 0.5, np.random.default_rng(0))
+    exact = float(stats.binom.sf(positive - 1, n, 0.5)), float(stats.binom.cdf(positive, n, 0.5))
+    slack = 0.0 if n <= 16 else 4 * math.sqrt(0.25 / 2 ** 16)
+    assert greater == pytest.approx(exact[0], abs=slack + 1e-12) and smaller == pytest.approx(exact[1], abs=slack + 1e-12)
+
+
+def test_sign_flip_counts_a_pattern_that_ties_the_observed_sum_up_to_rounding_as_a_tie():
+    """100.1 + 200.2 - 300.3 is 0 in exact arithmetic, not in floats: flipping those three seeds ties the
+    observed sum, and P(T >= observed) counts it, as exact arithmetic does."""
+    from fractions import Fraction
+    values = [100.1, 200.2, -300.3, 5.0, 3.0]
+    exact = [Fraction(str(v)) for v in values]
+    observed = sum(exact)
+    patterns = list(itertools.product((1, -1), repeat=len(values)))
+    expected = sum(sum(s * v for s, v in zip(p, exact)) >= observed for p in patterns) / len(patterns)
+    assert sign_flip_p_values(values, 0.0, np.random.default_rng(0))[0] == pytest.approx(expected)
+
+
+def _counting(unmeasurable: int):
+    """A step statistic (the seeds' minimum) that cannot be measured on the first `unmeasurable` resamples
+    (the call before them measures the seeds themselves)."""
+    calls = itertools.count()
+
+    def statistics(samples):
+        return {"effect": None if 1 <= next(calls) <= unmeasurable else float(min(samples["a"]))}
+    return statistics
+
+
+STEP_UNITS = {"a": [float(v) for v in range(1, 21)]}
+
+
+@pytest.mark.parametrize("unmeasurable,placed", [(0, True), (5, True), (6, False)])
+def test_a_step_interval_is_placed_with_up_to_one_tails_share_of_unmeasurable_resamples(unmeasurable, placed):
+    found = intervals(_claim(_counting(unmeasurable), STEP), STEP_UNITS, SETTINGS)["effect"]  # 200 resamples: 5
+    assert (found.low is not None, found.unmeasured) == (placed, unmeasurable)
+
+
+def test_a_step_interval_is_reproducible_and_its_ends_are_values_resamples_took():
+    claim = _claim(lambda s: {"effect": float(np.median(s["a"]))}, STEP)
+    found = intervals(claim, STEP_UNITS, SETTINGS)["effect"]
+    assert (found.low, found.high) == intervals(claim, STEP_UNITS, SETTINGS)["effect"].ends
+    # a median of 20 integers is an integer or a half: an interpolated quantile need not be either
+    assert (2 * found.low).is_integer() and (2 * found.high).is_integer() and found.low < found.high
+
+
+def test_one_unmeasurable_step_quantity_leaves_the_others_their_intervals():
+    claim = Claim(id="T", statement="", metric="", evidence=(), samples=lambda root: {}, regime=lambda params: "",
+                  statistics=lambda s: {"never": None, "effect": float(np.median(s["a"]))},
+                  criteria=tuple(Criterion(q, ">", 0.0, "ours: a test", STEP) for q in ("never", "effect")))
+    found = intervals(claim, STEP_UNITS, SETTINGS)
+    assert found["never"].low is None and found["effect"].low is not None
+
+
+def test_a_step_statistic_plans_its_seeds_from_the_resamples_spread_unless_one_is_infinite():
+    criterion = Criterion("effect", ">", 10.0, "ours: a test", STEP)
+    claim = _claim(lambda s: {"effect": float(np.median(s["a"]))}, STEP, threshold=10.0)
+    found = intervals(claim, STEP_UNITS, SETTINGS)["effect"]
+    assert decide(criterion, 10.5, found, SETTINGS) == INCONCLUSIVE and found.standard_error > 0
+    assert isinstance(seeds_needed(criterion, 10.5, found, 0.95), int)
+    censored = {"a": STEP_UNITS["a"][:-1] + [math.inf]}
+    maximum = _claim(lambda s: {"effect": float(max(s["a"]))}, STEP, threshold=10.0)
+    assert intervals(maximum, censored, SETTINGS)["effect"].standard_error is None
+
+
+@pytest.mark.parametrize("n,confidence", [(n, 0.95) for n in range(5, 31)] + [(6, 0.78125), (9, 0.5), (12, 0.9)])
+def test_order_statistic_ranks_are_the_innermost_pair_that_covers(n, confidence):
+    """The largest r whose [x_(r), x_(n+1-r)] covers the median with probability 1 - 2 P(B(n, 1/2) <= r - 1)
+    >= confidence, searched over every r here; r = 1 when none does. 0.78125 is r = 2's coverage at 6
+    seeds exactly: a pair that covers at exactly the confidence is taken."""
+    covering = [r for r in range(1, n // 2 + 1) if 1 - 2 * stats.binom.cdf(r - 1, n, 0.5) >= confidence - 1e-15]
+    r = max(covering, default=1)
+    assert order_statistic_ranks(n, confidence) == (r, pytest.approx(1 - 2 * stats.binom.cdf(r - 1, n, 0.5)))
+
+
+def test_a_medians_interval_and_plan_are_its_order_statistics_and_its_asymptotic_standard_error():
+    """8 seeds 1..8: at 95% no inner pair covers, so [min, max] = [1, 8] at 1 - 2/2^8; inconclusive against
+    4, and the plan uses the median's standard error 1.2533 sd / sqrt(n)."""
+    claim = MEDIAN_CLAIM
+    units = [float(v) for v in range(1, 9)]
+    found = intervals(claim, {"a": units}, SETTINGS)["effect"]
+    assert (found.low, found.high, found.coverage, found.units) == (1.0, 8.0, 1 - 2 / 2 ** 8, {"a": 8})
+    criterion = Criterion("effect", ">", 4.0, "ours: a test", MEDIAN, group="a")
+    se = 1.2533 * float(np.std(units, ddof=1)) / math.sqrt(8)
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    assert seeds_needed(criterion, 4.5, found, 0.95) == math.ceil(8 * (z * se / 0.5) ** 2)
+
+
+@pytest.mark.parametrize("units,moving", [([3.0] * 8, False), ([1.0] * 7 + [9.0], True), ([0.0] + [5.0] * 7, True)])
+def test_a_median_rests_on_its_seeds_unless_they_all_agree(units, moving):
+    found = intervals(MEDIAN_CLAIM, {"a": units}, SETTINGS)["effect"]
+    assert found.units == ({"a": 8} if moving else {})
+
+
+def test_an_unmeasurable_seeds_median_has_no_interval():
+    claim = _claim(lambda s: {"effect": None if None in s["a"] else float(np.median(s["a"]))}, MEDIAN, group="a")
+    found = intervals(claim, {"a": [1.0, 2.0, None, 4.0, 5.0]}, SETTINGS)["effect"]
+    assert (found.low, found.high, found.coverage, found.units, found.standard_error) == (None, None, None, {}, None)

@@ -1,4 +1,5 @@
 import copy
+import re
 import subprocess
 import sys
 
@@ -327,3 +328,16 @@ def test_the_decisive_preset_is_generated_from_the_committed_run():
     assert (ROOT / "presets/decisive.yaml").read_text() == decisive_preset(ROOT / "reports/claims.json",
                                                                              ROOT / "params.yaml"), \
         "presets/decisive.yaml is stale: run `python -m vitheory.preset --write-decisive`"
+
+
+def _seeds_keys():
+    from vitheory.papers import PAPERS
+    return sorted({key for paper in PAPERS for claim in paper.claims for key in claim.seeds})
+
+
+@pytest.mark.parametrize("key", _seeds_keys())
+def test_one_seed_is_refused_for_every_claims_seeds(key):
+    """One seed has no spread: core/claims.py would take it for a fixed setting and decide on it alone."""
+    with pytest.raises(ParamsError, match=rf"^{re.escape(key)} = 1 is not allowed: must be >= 2: \S+'s intervals"):
+        parse_params(with_value(key, 1))
+    parse_params(with_value(key, 2))

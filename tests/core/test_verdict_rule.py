@@ -8,8 +8,9 @@ import statistics
 import pytest
 from verdict_tables import SETTINGS
 
-from vitheory.core.claims import (FAILS, HOLDS, INCONCLUSIVE, MEAN, PAIRED, Claim, Criterion, Variant, claim_verdict,
-                                  evaluate)
+from vitheory.core.claims import (FAILS, HOLDS, INCONCLUSIVE, MEAN, PAIRED, SHARE, STEP, Claim, Criterion,
+                                  IntervalSettings, Variant, claim_verdict, evaluate)
+from vitheory.core.paths import artifact
 
 ON = [1.0] * 8  # a condition's indicator on every seed: met
 OFF = [0.0] * 8  # unmet
@@ -33,9 +34,9 @@ def _means(samples):
     return {q: statistics.mean(seed[q] for seed in samples["seeds"]) for q in samples["seeds"][0]}
 
 
-def _claim(criteria, samples, conditions=(), variants=()):
+def _claim(criteria, samples, conditions=(), variants=(), evidence=()):
     return Claim(id="RULE", statement="a claim of this test", metric="means over seeds", criteria=tuple(criteria),
-                 evidence=(), samples=lambda root: samples, statistics=_means, regime=lambda params: "",
+                 evidence=tuple(evidence), samples=lambda root: samples, statistics=_means, regime=lambda params: "",
                  conditions=tuple(conditions), variants=tuple(variants))
 
 
@@ -92,6 +93,7 @@ def test_a_paired_direction_is_decided_by_the_exact_test_not_the_interval(tmp_pa
     paired = _judge(tmp_path, [_ours("difference", ">", 0.0, PAIRED)], _seeds(difference=values))
     check = paired["criteria"]["difference > 0"]
     assert check["interval"][0] < 0 and check["p_values"] == {"greater": pytest.approx(1 / 256), "smaller": 1.0}
+    assert (check["coverage"], check["units"], check["df"]) == (0.95, {"seeds": 8}, 7.0)  # Student-t's beside it
     assert check["verdict"] == HOLDS and paired["verdict"] == HOLDS
     # every seed negative: the test rejects the holding side
     assert _judge(tmp_path, [_ours("difference", ">", 0.0, PAIRED)],
@@ -131,5 +133,104 @@ def test_a_smallest_effect_of_interest_decides_does_not_hold(tmp_path, kind, val
     declared = {} if smallest is None else {"smallest_effect": smallest,
                                             "smallest_effect_source": "ours: an effect this test calls negligible"}
     record = _judge(tmp_path, [_ours("effect", ">", 0.0, kind, **declared)], _seeds(effect=values))
-    assert record["criteria"]["effect > 0"]["verdict"] == verdict
+    check = record["criteria"]["effect > 0"]
+    assert check["verdict"] == verdict
     assert record["verdict"] == verdict
+    # the report says why a "does not hold" rests on the smallest effect, and plans seeds only when inconclusive
+    assert check.get("reason") == ("the effect, if any, is smaller than 0.05" if verdict == FAILS else None)
+    assert ("seeds_needed" in check) == (verdict == INCONCLUSIVE)
+
+
+def test_a_record_states_what_the_report_verify_and_the_decisive_preset_read(tmp_path):
+    """claims.json's fields by name: the claim's identity, the interval settings, evidence relative to the
+    report's folder (where REPORT.md links it), and per check its threshold, source, method, coverage, the
+    bootstrap's unmeasured resamples (step statistics only) and a smallest effect with its source."""
+    smallest = {"smallest_effect": 0.05, "smallest_effect_source": "ours: an effect this test calls negligible"}
+    figure = artifact("report").parent / "figures" / "rule.png"
+    record = evaluate(_claim([_ours("effect", ">", 0.0, **smallest), _ours("reached", ">=", 0.5, STEP)],
+                             _seeds(effect=ABOVE, reached=ON, trained=ON), conditions=[_ours("trained", ">=", 1.0)],
+                             evidence=[figure]), "TEST", tmp_path, SETTINGS)
+    assert {key: record[key] for key in ("id", "paper", "statement", "metric", "interval", "evidence")} == {
+        "id": "RULE", "paper": "TEST", "statement": "a claim of this test", "metric": "means over seeds",
+        "interval": {"confidence": SETTINGS.confidence, "resamples": SETTINGS.resamples},
+        "evidence": ["figures/rule.png"]}
+    effect, reached = record["criteria"]["effect > 0"], record["criteria"]["reached >= 0.5"]
+    assert (effect["threshold"], effect["source"], effect["kind"], effect["method"], effect["coverage"]) == (
+        "> 0", "ours: a threshold of this test", MEAN, "Student-t", SETTINGS.confidence)
+    assert effect["smallest_effect"] == {"value": 0.05, "source": "ours: an effect this test calls negligible"}
+    assert "unmeasured_resamples" not in effect and "smallest_effect" not in reached
+    assert (reached["kind"], reached["method"], reached["unmeasured_resamples"]) == (STEP, "percentile bootstrap", 0)
+    assert record["conditions"]["trained >= 1"]["verdict"] == HOLDS
+
+
+def test_a_share_is_recorded_with_its_exact_method_and_an_unmeasured_one_with_no_interval(tmp_path):
+    share = Criterion("reached", ">=", 0.5, "ours: a threshold of this test", SHARE, group="seeds")
+
+    def judged(value):
+        return evaluate(Claim(id="SHARE", statement="", metric="", criteria=(share,), evidence=(),
+                              samples=lambda root: _seeds(reached=ON), statistics=lambda samples: {"reached": value},
+                              regime=lambda params: ""), "TEST", tmp_path, SETTINGS)["criteria"]["reached >= 0.5"]
+
+    measured = judged(7 / 8)
+    assert (measured["method"], measured["coverage"], measured["units"]) == ("Clopper-Pearson", 0.95, {"seeds": 8})
+    unmeasured = judged(None)
+    assert (unmeasured["interval"], unmeasured["coverage"], unmeasured["units"]) == ([None, None], None, {})
+    assert (unmeasured["verdict"], unmeasured["seeds_needed"]) == (INCONCLUSIVE, None)
+    with pytest.raises(ValueError, match=r"reached = 0.55 is not a share of the 8 units of seeds"):
+        judged(0.55)
+
+
+def test_an_inconclusive_check_records_the_seeds_its_test_would_need(tmp_path):
+    check = _judge(tmp_path, [_ours("effect", ">", 0.0)], _seeds(effect=ACROSS))["criteria"]["effect > 0"]
+    assert check["verdict"] == INCONCLUSIVE and isinstance(check["seeds_needed"], int) and check["seeds_needed"] > 8
+
+
+def test_a_paired_direction_with_a_seed_it_cannot_measure_alone_keeps_its_interval_and_runs_no_test(tmp_path):
+    """The mean over the seeds it can measure: each leave-one-out mean exists, but one seed alone has none,
+    so the sign-flip test has no value for it; Student-t's interval stands and decides, as for a mean."""
+    values = ABOVE[:7] + [None]
+
+    def measurable_mean(samples):
+        measured = [seed["difference"] for seed in samples["seeds"] if seed["difference"] is not None]
+        return {"difference": statistics.mean(measured) if measured else None}
+
+    def judged(kind):
+        claim = Claim(id="RULE", statement="", metric="", criteria=(_ours("difference", ">", 0.0, kind),), evidence=(),
+                      samples=lambda root: _seeds(difference=values), statistics=measurable_mean,
+                      regime=lambda params: "")
+        return evaluate(claim, "TEST", tmp_path, SETTINGS)["criteria"]["difference > 0"]
+
+    paired, mean = judged(PAIRED), judged(MEAN)
+    kept = ("interval", "coverage", "units", "df")
+    assert {k: paired[k] for k in kept} == {k: mean[k] for k in kept} and mean["interval"][0] > 0
+    assert "p_values" not in paired and paired["verdict"] == mean["verdict"] == HOLDS
+
+
+@pytest.mark.parametrize("values,verdict", [(ABOVE[:6], HOLDS), (BELOW[:6], FAILS)])
+def test_a_sign_flip_p_exactly_at_the_tail_decides(tmp_path, values, verdict):
+    """At confidence 1 - 2/64 the tail is 1/64, six agreeing seeds' p exactly: the test rejects at p <= tail."""
+    settings = IntervalSettings(confidence=1 - 2 / 64, resamples=SETTINGS.resamples, seed=0)
+    record = evaluate(_claim([_ours("difference", ">", 0.0, PAIRED)], _seeds(difference=values)), "TEST", tmp_path,
+                      settings)
+    assert record["verdict"] == verdict
+
+
+def test_a_value_within_rounding_of_the_threshold_counts_as_on_it():
+    """1e-9 relative to the threshold (at least 1e-9): 0.1 + 0.2 is not above 0.3, 1000 + 1e-7 not above 1000,
+    but 1.5e-9 is above 0 and 1000 + 1e-5 above 1000."""
+    def above(value, threshold):
+        return _ours("effect", ">", threshold).holds(value)
+    assert not above(0.1 + 0.2, 0.3) and not above(1000 + 1e-7, 1000.0)
+    assert above(1.5e-9, 0.0) and above(1000 + 1e-5, 1000.0)
+    assert _ours("effect", ">=", 0.3).holds(0.3 - 1e-12)
+
+
+def test_an_interval_reaching_exactly_the_smallest_effect_is_negligible():
+    c = _ours("effect", ">", 0.0, smallest_effect=0.05, smallest_effect_source="ours: negligible here")
+    assert c.negligible((-0.05, 0.05)) and not c.negligible((-0.05, 0.06)) and not c.negligible((-0.06, 0.05))
+
+
+def test_a_quantity_declared_as_two_kinds_is_refused_and_two_quantities_of_two_kinds_are_not():
+    _claim([_ours("a", ">", 0.0), _ours("b", ">", 0.0, PAIRED)], _seeds(a=ABOVE, b=ABOVE))
+    with pytest.raises(ValueError, match=r"^RULE: a is declared as two kinds of quantity$"):
+        _claim([_ours("a", ">", 0.0), _ours("a", ">", 0.0, PAIRED)], _seeds(a=ABOVE))

@@ -2,14 +2,25 @@
 stored per-seed runs, and compute every summary from them."""
 
 import json
+import math
+import re
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+import yaml
+from verdict_tables import SEEDS, SETTINGS, wiggle
 
 from vitheory.core.artifacts import write_json, write_table
+from vitheory.core.claims import FAILS, HOLDS, evaluate
 from vitheory.core.errors import ArtifactError
-from vitheory.core.paths import artifact
-from vitheory.jsl22.claims import PAPER
+from vitheory.core.paths import artifact, run_name, runs
+from vitheory.jsl22 import pos_dim
+from vitheory.jsl22.claims import PAPER, _spatial_samples
 from vitheory.jsl22.training import TRANSFER_COLUMNS
+from vitheory.params import parse_params
+from vitheory.preset import merge
 
 CLAIMS = {claim.id: claim for claim in PAPER.claims}
 
@@ -99,7 +110,7 @@ def test_jsl3_without_a_positive_control_names_the_stage(tmp_path):
     metrics = _control_metrics(0.0, 0.9)
     del metrics["positive_control"]
     write_json(tmp_path / artifact("control_metrics"), metrics)
-    with pytest.raises(ArtifactError, match="run `dvc repro control`"):
+    with pytest.raises(ArtifactError, match=re.escape("no positive control (an older run); run `dvc repro control`")):
         CLAIMS["JSL-3"].measure(tmp_path)
 
 
@@ -155,3 +166,204 @@ def test_jsl5_reads_each_seeds_score_above_its_own_null_from_train_reals_runs(tm
     assert measured["permuted_structure_over_null"] == pytest.approx(0.45)
     assert measured["natural_final_structure"] == pytest.approx(0.6)
     assert measured["natural_initial_structure"] == pytest.approx(0.4)
+
+
+# --- issue 44: what the mutation run of jsl22/claims.py showed no test reading ------------------------
+
+
+def test_each_spatial_setting_is_read_from_its_own_runs_by_readers_built_inside_a_test(tmp_path):
+    """PAPER builds its `_spatial_samples` readers at import, where mutmut links the function to no test that
+    reads runs (its 52 mutants all survived): built here, each setting reads its own ViT, linear model and
+    best linear error, all of them the run's chance, and a form never trained names the params to add it."""
+    _plant(tmp_path, {"qk": _runs(0.30, 0.2)})
+    jsl1, jsl2 = CLAIMS["JSL-1"], CLAIMS["JSL-2"]
+    for reader, vit, glm, best, exact in [(_spatial_samples(), 0.02, 0.16, 0.14, 0.95),
+                                          (_spatial_samples("ppt"), 0.02, 0.16, 0.14, 0.95),  # the run's own form
+                                          (_spatial_samples("qk"), 0.30, 0.16, 0.14, 0.2),
+                                          (_spatial_samples(variant_partition=True), 0.04, 0.2, 0.13, 0.7)]:
+        samples = reader(tmp_path)
+        first, second = jsl1.statistics(samples), jsl2.statistics(samples)
+        assert (first["vit_test_error"], first["glm_test_error"], first["best_linear_test_error"]) == \
+            pytest.approx((vit, glm, best))
+        assert (second["final_exact"], second["initial_exact"], second["chance_overlap"]) == \
+            pytest.approx((exact, 0.0, 0.28))
+    message = f"{artifact('spatial_metrics')}: no runs of score form 'vanilla'; add it to spatial.ablation and run "
+    with pytest.raises(ArtifactError, match=re.escape(message + "`dvc repro train_spatial`")):
+        _spatial_samples("vanilla")(tmp_path)
+
+
+def _with_vit_seeds(root, final, initial, chance):
+    """Replace the planted run's own ViT seeds and its chance (spatial_metrics as train_spatial writes it)."""
+    metrics = root / artifact("spatial_metrics")
+    stored = json.loads(metrics.read_text())
+    stored["runs"]["vit"], stored["chance"] = {"final": final, "initial": initial}, chance
+    write_json(metrics, stored)
+
+
+def test_jsl1_describes_its_worst_seeds_test_error(tmp_path):
+    """The report shows the worst seed's error beside the median the verdict reads (0.06 against 0.02)."""
+    _plant(tmp_path, {"qk": _runs(0.30, 0.2)})
+    final = [unit | {"error_rate": error} for unit, error in zip(_runs(0.0, 1.0)["final"], (0.01, 0.06, 0.02))]
+    _with_vit_seeds(tmp_path, final, _runs(0.0, 1.0)["initial"], {"exact": 0.0, "overlap": 0.28})
+    assert CLAIMS["JSL-1"].measure(tmp_path) == pytest.approx({
+        "vit_test_error": 0.02, "vit_test_error_max": 0.06, "glm_test_error": 0.16, "best_linear_test_error": 0.14})
+
+
+def test_jsl2_measures_initial_association_against_a_nonzero_chance_and_describes_every_share(tmp_path):
+    """Chance at 0.05 (0 in every other planting): association 0.12 at initialisation is 0.07 above it, within
+    the 0.1 margin; the shares the report describes (median, least and mean over seeds, overlaps, P P^T's own,
+    the error) each from its own column of three unlike seeds."""
+    _plant(tmp_path, {"qk": _runs(0.30, 0.2)})
+    final = [{"error_rate": error, "attn_exact": exact, "attn_overlap": overlap, "pos_exact": pos,
+              "pos_overlap": pos_overlap, "loss": 0.1} for error, exact, overlap, pos, pos_overlap in
+             ((0.01, 1.0, 0.97, 0.3, 0.6), (0.03, 0.7, 0.9, 0.1, 0.4), (0.02, 1.0, 0.95, 0.2, 0.5))]
+    initial = [unit | {"attn_exact": 0.12, "attn_overlap": overlap} for unit, overlap in zip(final, (0.3, 0.4, 0.35))]
+    _with_vit_seeds(tmp_path, final, initial, {"exact": 0.05, "overlap": 0.28})
+    record = evaluate(CLAIMS["JSL-2"], "JSL22", tmp_path, SETTINGS)
+    assert record["measured"] == pytest.approx({
+        "seeds_meeting_definition": 2 / 3, "final_exact": 1.0, "final_exact_min": 0.7, "final_exact_mean": 0.9,
+        "final_overlap": 0.95, "initial_exact": 0.12, "initial_overlap": 0.35, "chance_exact": 0.05,
+        "chance_overlap": 0.28, "initial_exact_minus_chance": 0.07, "final_positional_exact": 0.2,
+        "final_positional_overlap": 0.5, "test_error": 0.02})
+    assert record["criteria"]["initial_exact_minus_chance <= 0.1"]["verdict"] == HOLDS
+
+
+def test_jsl3_measures_association_against_each_data_sets_own_chance_and_describes_the_attention_map(tmp_path):
+    """Chance at 0.15 on the control and 0.05 on the Assumption-1 data (near 0 elsewhere): P P^T at 0.2 is 0.05
+    above the control's chance, within the margin, so JSL-3 holds; each described number from its own column,
+    less its own data set's chance."""
+    metrics = _control_metrics(0.2, 0.9)
+    metrics["chance"]["exact"], metrics["positive_control"]["chance"]["exact"] = 0.15, 0.05
+    write_json(tmp_path / artifact("control_metrics"), metrics)
+    record = evaluate(CLAIMS["JSL-3"], "JSL22", tmp_path, SETTINGS)
+    assert record["measured"] == pytest.approx({
+        "vit_test_error": 0.02, "glm_test_error": 0.09, "vit_minus_glm_test_error": -0.07, "positional_exact": 0.2,
+        "positional_exact_minus_chance": 0.05, "positional_overlap": 0.2, "chance_overlap": 0.4,
+        "attention_exact_minus_chance": 0.7 - 0.15, "attention_overlap": 0.3, "positive_control_positional_exact": 0.9,
+        "positive_control_positional_exact_minus_chance": 0.85, "positive_control_attention_exact_minus_chance": -0.05,
+        "positive_control_test_error": 0.02, "vit_train_error": 0.0})
+    assert record["verdict"] == HOLDS
+
+
+N_EDGES = (1, 4, 16)
+
+
+def _reaching(method, start, seeds=3, diverged=None):
+    """`seeds` alike downstream runs of one method over N_EDGES: 1% error from n = start on (None: never), 30%
+    below; `diverged`, a (seed, n) whose loss diverged (its error NaN, as train_transfer writes it)."""
+    return [(method, n, seed, float("nan") if (seed, n) == diverged else
+             0.01 if start is not None and n >= start else 0.3, int((seed, n) == diverged))
+            for seed in range(seeds) for n in N_EDGES]
+
+
+@pytest.mark.parametrize("finetune,scratch,diverged,measured,verdict", [
+    (1, 16, None, (1, 16, 1.0, 1 / 16, 0), HOLDS),      # fine-tuning reaches the target at the grid's first n, 1
+    (1, 1, None, (1, 1, 1.0, 1.0, 0), FAILS),           # both from n = 1: as many samples, not a sixteenth
+    (None, 1, None, (-1, 1, 0.0, math.inf, 0), FAILS),  # fine-tuning never: more than scratch's 1, infinitely
+    (None, 16, None, (-1, 16, 0.0, math.inf, 0), FAILS),
+    (None, None, (2, 16), (-1, -1, 0.0, None, 1), FAILS),  # neither: no ratio; one run of three seeds diverged
+])
+def test_jsl4_counts_samples_needed_at_the_grids_edges(tmp_path, finetune, scratch, diverged, measured, verdict):
+    """n = 1 is a grid point like any other (transfer.n_train allows it), a method never reaching the target
+    needs infinitely many samples, and every seed's runs are its own (a divergence counted once)."""
+    write_table(tmp_path / artifact("transfer_runs"), TRANSFER_COLUMNS,
+                _reaching("finetune", finetune) + _reaching("scratch", scratch, diverged=diverged))
+    write_json(tmp_path / artifact("transfer_metrics"), {"target_error": 0.05, "largest_n": max(N_EDGES)})
+    record = evaluate(CLAIMS["JSL-4"], "JSL22", tmp_path, SETTINGS)
+    keys = ("finetune_n_needed", "scratch_n_needed", "finetune_reaches_target", "finetune_over_scratch",
+            "diverged_runs")
+    assert record["measured"] == {key: value if value is None else pytest.approx(value)
+                                  for key, value in zip(keys, measured)}
+    assert record["verdict"] == verdict
+
+
+def _train_real_runs(root, seeds):
+    """train_real's metrics for every run, `seeds` seeds each: accuracies unlike between seeds; the ViTs'
+    structure 0.5 above a null of 0.1, and 0.4 at initialisation."""
+    accuracy = {"vit_natural": (0.90, 0.92, 0.94), "vit_permuted": (0.85, 0.86, 0.87),
+                "vit_positional_natural": (0.88, 0.89, 0.93), "vit_positional_permuted": (0.8, 0.8, 0.8),
+                "cnn_natural": (0.95, 0.95, 0.95), "cnn_permuted": (0.7, 0.7, 0.7)}
+    for model in runs("real_models"):
+        for pixels in runs("real_pixels"):
+            name = run_name(model, pixels)
+            found = {f"seed_{s}": {"seed": s, "test_accuracy": accuracy[name][s], "val_accuracy": 0.9, "test_loss": 0.3}
+                     | ({"structure": 0.6, "shuffled_structure": 0.1, "initial_structure": 0.4}
+                        if model.startswith("vit") else {}) for s in range(seeds)}
+            write_json(root / artifact("real_metrics") / f"{name}.json", {"runs": found})
+
+
+@pytest.mark.parametrize("seeds,vanilla,positional,vit_loss", [
+    (1, (0.90, 0.0), (0.88, 0.0), 0.05),
+    (2, (0.91, 0.01 * math.sqrt(2)), (0.885, 0.01 / math.sqrt(2)), 0.055),
+    (3, (0.92, 0.02), (0.90, math.sqrt(0.0007)), 0.06),
+])
+def test_jsl5_and_jsl6_are_measured_from_one_two_or_three_seeds_and_describe_their_spread(tmp_path, seeds, vanilla,
+                                                                                        positional, vit_loss):
+    """real.seeds may be 1 or 2: a single seed has no spread (0, not an error), and two seeds' delete-one means
+    rest on one seed each; the means, standard deviations and each model's accuracy loss are described."""
+    _train_real_runs(tmp_path, seeds)
+    jsl5 = evaluate(CLAIMS["JSL-5"], "JSL22", tmp_path, SETTINGS)["measured"]
+    assert (jsl5["vit_loss"], jsl5["cnn_loss"], jsl5["permuted_structure_over_null"]) == \
+        pytest.approx((vit_loss, 0.25, 0.5))
+    assert evaluate(CLAIMS["JSL-6"], "JSL22", tmp_path, SETTINGS)["measured"] == pytest.approx({
+        "vanilla_mean": vanilla[0], "vanilla_std": vanilla[1], "positional_mean": positional[0],
+        "positional_std": positional[1], "positional_minus_vanilla": positional[0] - vanilla[0]})
+
+
+def _pos_dim_rows(root, exact_by_width, seeds, diverged=()):
+    """pos_dim_sweep's runs: seed s at width w has share exact_by_width[w][s] and error 0.3 - that share / 4;
+    the (width, seed) pairs in `diverged` diverged (their metrics NaN)."""
+    rows = [(width, seed, 1, float("nan"), float("nan"), float("nan"), float("nan")) if (width, seed) in diverged
+            else (width, seed, 0, 0.3 - exact[seed] / 4, exact[seed], 0.5, 0.5)
+            for width, exact in exact_by_width.items() for seed in range(seeds)]
+    write_table(root / artifact("pos_dim_runs"), list(pos_dim.COLUMNS), rows)
+
+
+def test_jsl8_counts_a_diverged_run_as_no_association_and_error_1_and_describes_each_width(tmp_path):
+    """Three unlike seeds, the third diverged at d_p = 128: it counts as share 0 and error 1 there, each seed's
+    runs are its own, and every per-width mean and difference is described."""
+    _pos_dim_rows(tmp_path, {32: (0.1, 0.2, 0.3), 128: (0.9, 0.8, 0.7)}, 3, diverged={(128, 2)})
+    assert CLAIMS["JSL-8"].measure(tmp_path) == pytest.approx({
+        "exact_at_32": 0.2, "test_error_at_32": 0.25, "diverged_at_32": 0.0,
+        "exact_at_128": 1.7 / 3, "test_error_at_128": (0.075 + 0.1 + 1.0) / 3, "diverged_at_128": 1 / 3,
+        "exact_largest_minus_smallest_pos_dim": 1.7 / 3 - 0.2,
+        "test_error_smallest_minus_largest_pos_dim": 0.25 - (0.075 + 0.1 + 1.0) / 3})
+
+
+def test_jsl8_compares_the_largest_width_with_the_smallest_of_three(tmp_path):
+    """pos_dim_sweep.pos_dims may hold more than two widths: 8 seeds associate at d_p = 128 and not at 16 (JSL-8
+    holds), while the middle width 32 associates least and must not stand in for the largest."""
+    _pos_dim_rows(tmp_path, {width: [share + wiggle(seed, k, 0.01) for seed in range(SEEDS)]
+                             for k, (width, share) in enumerate(((16, 0.3), (32, 0.1), (128, 0.95)))}, SEEDS)
+    record = evaluate(CLAIMS["JSL-8"], "JSL22", tmp_path, SETTINGS)
+    assert record["measured"]["exact_largest_minus_smallest_pos_dim"] == pytest.approx(0.65, abs=0.02)
+    assert record["verdict"] == HOLDS
+
+
+def test_regimes_state_the_runs_settings_and_which_scores_and_permutation_it_ran(default_params):
+    """The report prints each claim's regime: the count of sets L = D / C and the random features q (D - C)
+    it states, which inputs the control's scores read, whether the permutation is finer than a ViT patch, and
+    the grids it names must be the params' own. The default params score from P alone and permute single
+    pixels; `other` scores from X + P and permutes whole patches."""
+    data, spatial = default_params.generate.spatial, default_params.spatial
+    said = CLAIMS["JSL-1"].regime(default_params)
+    assert f"sets of C = {data.set_size}, L = {data.n_patches // data.set_size})" in said
+    assert f"q (D - C) = {data.q * (data.n_patches - data.set_size):.3g} random features" in said
+    assert all(f"`{form}` at {lr:g}" in CLAIMS["JSL-2"].regime(default_params)
+               for form, lr in zip(spatial.ablation, spatial.ablation_lr_mixing))
+    assert f"n in {list(default_params.transfer.n_train)}, " in CLAIMS["JSL-4"].regime(default_params)
+    assert f"d_p = {default_params.handbuilt.pos_dim} (seed" in CLAIMS["JSL-7"].regime(default_params)
+    assert f"d_p in {list(default_params.pos_dim_sweep.pos_dims)}, " in CLAIMS["JSL-8"].regime(default_params)
+    patch = default_params.real.models.vit.patch
+    assert (default_params.control.vit.scores, default_params.real.permutation_block) == ("positions", 1) and patch > 1
+    other = parse_params(merge(yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text()),
+                               {"control": {"vit": {"scores": "tokens"}}, "real": {"permutation_block": patch}}))
+    assert "(scores from P alone)" in CLAIMS["JSL-3"].regime(default_params)
+    assert "(scores from X + P)" in CLAIMS["JSL-3"].regime(other)
+    assert CLAIMS["JSL-5"].regime(default_params).endswith("(finer than the ViT's patch: no patch order undoes it).")
+    assert CLAIMS["JSL-5"].regime(other).endswith(
+        "(whole patches: a ViT with learned positions is then equivalent to the unpermuted one).")
+    # a block that is not a multiple of the patch cuts across patches: no patch order undoes it either
+    straddling = SimpleNamespace(images=default_params.images,
+                                 real=replace(default_params.real, permutation_block=patch + 1))
+    assert CLAIMS["JSL-5"].regime(straddling).endswith("(squares that cut across the ViT's patches: no patch order undoes it).")

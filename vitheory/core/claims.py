@@ -38,7 +38,7 @@ import operator
 import os
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -232,7 +232,6 @@ class Interval:
     standard_error: float | None = None  # on the scale the interval is made on (log for LOG)
     p_values: tuple[float, float] | None = None  # PAIRED: one-sided p for (greater, smaller than the threshold)
     unmeasured: int = 0  # bootstrap resamples on which the quantity could not be measured
-    values: tuple[float, ...] = field(default=(), repr=False)  # MEDIAN, PAIRED: the seeds' own values
 
     @property
     def ends(self) -> tuple[float | None, float | None]:
@@ -427,8 +426,7 @@ def _median(claim: Claim, samples: Samples, c: Criterion, cfg: IntervalSettings)
     # the standard error of a median, 1.2533 sd / sqrt(n) for normal units: for planning seeds only
     se = 1.2533 * float(np.std(finite, ddof=1)) / math.sqrt(len(finite)) if len(finite) > 1 else None
     return Interval(*_clip(ordered[r - 1], ordered[-r], c.bounds), MEDIAN, coverage,
-                    {c.group: len(ordered)} if ordered[0] != ordered[-1] else {}, standard_error=se,
-                    values=tuple(values))
+                    {c.group: len(ordered)} if ordered[0] != ordered[-1] else {}, standard_error=se)
 
 
 def _paired(claim: Claim, samples: Samples, c: Criterion, interval: Interval, cfg: IntervalSettings,
@@ -439,7 +437,7 @@ def _paired(claim: Claim, samples: Samples, c: Criterion, interval: Interval, cf
                         interval.standard_error)
     rng = np.random.default_rng([cfg.seed, zlib.crc32(f"{claim.id}{setting}{c.quantity}".encode())])
     return Interval(interval.low, interval.high, PAIRED, interval.coverage, interval.units, interval.df,
-                    interval.standard_error, sign_flip_p_values(values, c.threshold, rng), values=tuple(values))
+                    interval.standard_error, sign_flip_p_values(values, c.threshold, rng))
 
 
 def decide(c: Criterion, value: float | None, interval: Interval, cfg: IntervalSettings) -> str:

@@ -78,11 +78,15 @@ def _jsl4_regime(params: Any) -> str:
 
 def _jsl5_regime(params: Any) -> str:
     real = params.real
+    block, patch = real.permutation_block, real.models.vit.patch
+    if block % patch == 0:
+        kind = " (whole patches: a ViT with learned positions is then equivalent to the unpermuted one)."
+    elif block < patch:
+        kind = " (finer than the ViT's patch: no patch order undoes it)."
+    else:
+        kind = " (squares that cut across the ViT's patches: no patch order undoes it)."
     return training_regime(params.images, real) + (
-        f" One fixed permutation (seed {real.permutation_seed}) moving "
-        f"{real.permutation_block} x {real.permutation_block} squares of pixels"
-        + (" (finer than the ViT's patch: no patch order undoes it)." if real.permutation_block < real.models.vit.patch
-           else " (whole patches: a ViT with learned positions is then equivalent to the unpermuted one)."))
+        f" One fixed permutation (seed {real.permutation_seed}) moving {block} x {block} squares of pixels" + kind)
 
 
 def _median(units: Samples, group: str, name: str) -> float:
