@@ -455,3 +455,25 @@ def test_an_unmeasurable_seeds_median_has_no_interval():
     claim = _claim(lambda s: {"effect": None if None in s["a"] else float(np.median(s["a"]))}, MEDIAN, group="a")
     found = intervals(claim, {"a": [1.0, 2.0, None, 4.0, 5.0]}, SETTINGS)["effect"]
     assert (found.low, found.high, found.coverage, found.units, found.standard_error) == (None, None, None, {}, None)
+
+
+def test_two_seeds_are_units_not_a_setting():
+    found = intervals(MEAN_CLAIM, {"a": [0.2, 0.6]}, SETTINGS)["effect"]
+    assert found.units == {"a": 2} and found.df == pytest.approx(1.0) and found.low < 0.4 < found.high
+
+
+@pytest.mark.parametrize("full,left_out", [(math.inf, 1.0), (1.0, math.inf)])
+def test_a_quantity_infinite_on_all_seeds_or_on_a_leave_one_out_gets_no_interval(full, left_out):
+    claim = _claim(lambda s: {"effect": full if len(s["a"]) == 8 else left_out}, MEAN)
+    assert intervals(claim, {"a": [float(v) for v in range(8)]}, SETTINGS)["effect"].ends == (None, None)
+
+
+def test_leave_one_out_values_equal_up_to_rounding_do_not_move_the_quantity():
+    """A quantity near 1000 whose delete-one values differ by about 1e-11 (1e-14 of it, what rounding leaves
+    of equal numbers) has no spread: 1e-12 of its size is the tolerance."""
+    claim = _claim(lambda s: {"effect": 1e3 + 1e-11 * float(np.sum(s["a"]))}, MEAN)
+    units = [float(v) for v in range(8)]
+    left_out = [claim.statistics({"a": units[:i] + units[i + 1:]})["effect"] for i in range(8)]
+    assert 0 < np.ptp(left_out) < 1e-9  # the differences this test is about are there
+    found = intervals(claim, {"a": units}, SETTINGS)["effect"]
+    assert (found.units, found.df, found.standard_error) == ({}, None, 0.0)
