@@ -364,11 +364,21 @@ def test_sign_flip_p_values_are_the_binomial_tails_for_seeds_of_equal_magnitude(
     assert greater == pytest.approx(exact[0], abs=slack + 1e-12) and smaller == pytest.approx(exact[1], abs=slack + 1e-12)
 
 
+def test_beyond_sixteen_seeds_the_drawn_signs_estimate_the_exact_p_values():
+    """17 seeds of unequal sizes: 2^16 drawn sign patterns against all 2^17, within four Monte Carlo errors."""
+    values = np.random.default_rng(3).normal(0.3, 1.0, 17)
+    every = np.array(list(itertools.product((1.0, -1.0), repeat=17))) @ values
+    exact = float((every >= values.sum() - 1e-9).mean()), float((every <= values.sum() + 1e-9).mean())
+    drawn = sign_flip_p_values(list(values), 0.0, np.random.default_rng(0))
+    for p, q in zip(drawn, exact):
+        assert abs(p - q) <= 4 * math.sqrt(q * (1 - q) / 2 ** 16)
+
+
 def test_sign_flip_counts_a_pattern_that_ties_the_observed_sum_up_to_rounding_as_a_tie():
-    """100.1 + 200.2 - 300.3 is 0 in exact arithmetic, not in floats: flipping those three seeds ties the
+    """1000.1 + 2000.2 - 3000.3 is 0 in exact arithmetic, not in floats: flipping those three seeds ties the
     observed sum, and P(T >= observed) counts it, as exact arithmetic does."""
     from fractions import Fraction
-    values = [100.1, 200.2, -300.3, 5.0, 3.0]
+    values = [1000.1, 2000.2, -3000.3, 1.0]
     exact = [Fraction(str(v)) for v in values]
     observed = sum(exact)
     patterns = list(itertools.product((1, -1), repeat=len(values)))
@@ -389,18 +399,23 @@ def _counting(unmeasurable: int):
 STEP_UNITS = {"a": [float(v) for v in range(1, 21)]}
 
 
-@pytest.mark.parametrize("unmeasurable,placed", [(0, True), (5, True), (6, False)])
-def test_a_step_interval_is_placed_with_up_to_one_tails_share_of_unmeasurable_resamples(unmeasurable, placed):
-    found = intervals(_claim(_counting(unmeasurable), STEP), STEP_UNITS, SETTINGS)["effect"]  # 200 resamples: 5
+@pytest.mark.parametrize("unmeasurable,confidence,placed", [
+    (0, 0.95, True), (5, 0.95, True), (6, 0.95, False),  # one tail of 200 resamples: 5
+    (25, 0.75, True), (26, 0.75, False),  # a tail of exactly 25 (0.125 x 200 in floats too): 25 is not more
+])
+def test_a_step_interval_is_placed_with_up_to_one_tails_share_of_unmeasurable_resamples(unmeasurable, confidence,
+                                                                                         placed):
+    settings = IntervalSettings(confidence=confidence, resamples=200, seed=0)
+    found = intervals(_claim(_counting(unmeasurable), STEP), STEP_UNITS, settings)["effect"]
     assert (found.low is not None, found.unmeasured) == (placed, unmeasurable)
 
 
 def test_a_step_interval_is_reproducible_and_its_ends_are_values_resamples_took():
-    claim = _claim(lambda s: {"effect": float(np.median(s["a"]))}, STEP)
+    claim = _claim(lambda s: {"effect": float(np.mean(s["a"]))}, STEP)
     found = intervals(claim, STEP_UNITS, SETTINGS)["effect"]
     assert (found.low, found.high) == intervals(claim, STEP_UNITS, SETTINGS)["effect"].ends
-    # a median of 20 integers is an integer or a half: an interpolated quantile need not be either
-    assert (2 * found.low).is_integer() and (2 * found.high).is_integer() and found.low < found.high
+    # a mean of 20 integers is a multiple of 1/20: an interpolated quantile need not be
+    assert all(abs(20 * end - round(20 * end)) < 1e-9 for end in found.ends) and found.low < found.high
 
 
 def test_one_unmeasurable_step_quantity_leaves_the_others_their_intervals():
@@ -422,7 +437,8 @@ def test_a_step_statistic_plans_its_seeds_from_the_resamples_spread_unless_one_i
     assert intervals(maximum, censored, SETTINGS)["effect"].standard_error is None
 
 
-@pytest.mark.parametrize("n,confidence", [(n, 0.95) for n in range(5, 31)] + [(6, 0.78125), (9, 0.5), (12, 0.9)])
+@pytest.mark.parametrize("n,confidence", [(n, 0.95) for n in range(5, 31)] + [(6, 0.78125), (9, 0.5), (12, 0.9),
+                                                                          (30, 0.5)])
 def test_order_statistic_ranks_are_the_innermost_pair_that_covers(n, confidence):
     """The largest r whose [x_(r), x_(n+1-r)] covers the median with probability 1 - 2 P(B(n, 1/2) <= r - 1)
     >= confidence, searched over every r here; r = 1 when none does. 0.78125 is r = 2's coverage at 6
@@ -455,3 +471,25 @@ def test_an_unmeasurable_seeds_median_has_no_interval():
     claim = _claim(lambda s: {"effect": None if None in s["a"] else float(np.median(s["a"]))}, MEDIAN, group="a")
     found = intervals(claim, {"a": [1.0, 2.0, None, 4.0, 5.0]}, SETTINGS)["effect"]
     assert (found.low, found.high, found.coverage, found.units, found.standard_error) == (None, None, None, {}, None)
+
+
+def test_two_seeds_are_units_not_a_setting():
+    found = intervals(MEAN_CLAIM, {"a": [0.2, 0.6]}, SETTINGS)["effect"]
+    assert found.units == {"a": 2} and found.df == pytest.approx(1.0) and found.low < 0.4 < found.high
+
+
+@pytest.mark.parametrize("full,left_out", [(math.inf, 1.0), (1.0, math.inf)])
+def test_a_quantity_infinite_on_all_seeds_or_on_a_leave_one_out_gets_no_interval(full, left_out):
+    claim = _claim(lambda s: {"effect": full if len(s["a"]) == 8 else left_out}, MEAN)
+    assert intervals(claim, {"a": [float(v) for v in range(8)]}, SETTINGS)["effect"].ends == (None, None)
+
+
+def test_leave_one_out_values_equal_up_to_rounding_do_not_move_the_quantity():
+    """A quantity near 1000 whose delete-one values differ by about 1e-11 (1e-14 of it, what rounding leaves
+    of equal numbers) has no spread: 1e-12 of its size is the tolerance."""
+    claim = _claim(lambda s: {"effect": 1e3 + 1e-11 * float(np.sum(s["a"]))}, MEAN)
+    units = [float(v) for v in range(8)]
+    left_out = [claim.statistics({"a": units[:i] + units[i + 1:]})["effect"] for i in range(8)]
+    assert 0 < np.ptp(left_out) < 1e-9  # the differences this test is about are there
+    found = intervals(claim, {"a": units}, SETTINGS)["effect"]
+    assert (found.units, found.df, found.standard_error) == ({}, None, 0.0)

@@ -234,3 +234,13 @@ def test_a_quantity_declared_as_two_kinds_is_refused_and_two_quantities_of_two_k
     _claim([_ours("a", ">", 0.0), _ours("b", ">", 0.0, PAIRED)], _seeds(a=ABOVE, b=ABOVE))
     with pytest.raises(ValueError, match=r"^RULE: a is declared as two kinds of quantity$"):
         _claim([_ours("a", ">", 0.0), _ours("a", ">", 0.0, PAIRED)], _seeds(a=ABOVE))
+
+
+@pytest.mark.parametrize("declared,message", [
+    ({"kind": SHARE}, "a share quantity names the group of units it is taken over"),
+    ({"kind": MEAN, "group": "seeds"}, "a mean quantity takes no group"),
+    ({"kind": MEAN, "smallest_effect": 0.0, "smallest_effect_source": "ours: none"}, "smallest effect"),
+])
+def test_a_criterion_declared_wrongly_is_refused_saying_what_is_wrong(declared, message):
+    with pytest.raises(ValueError, match=message):
+        Criterion("effect", ">", 0.0, "ours: a threshold of this test", **declared)
