@@ -311,7 +311,7 @@ def test_the_fewest_seeds_that_can_decide_are_those_of_each_exact_method(confide
 
 def _planned(kind, value, threshold, n, standard_error, op=">", confidence=0.95):
     criterion = Criterion("effect", op, threshold, "ours: a test", kind, group="a" if kind in (SHARE, MEDIAN, PAIRED) else None)
-    return seeds_needed(criterion, value, Interval(None, None, kind, confidence, {"a": n},
+    return seeds_needed(criterion, value, Interval(None, None, confidence, {"a": n},
                                                    standard_error=standard_error), confidence)
 
 
