@@ -426,6 +426,36 @@ def test_one_unmeasurable_step_quantity_leaves_the_others_their_intervals():
     assert found["never"].low is None and found["effect"].low is not None
 
 
+def test_a_log_quantitys_interval_is_students_t_on_the_log_scale_and_rests_on_its_seeds():
+    """The geometric mean of 1, 2, 4, 8, 16 is 4; its delete-one logs are a mean's, so the interval is
+    exp(log 4 -+ t_0.975,4 sem(log units)), with the spread recorded on the log scale."""
+    units = [1.0, 2.0, 4.0, 8.0, 16.0]
+    found = intervals(GEOMETRIC, {"a": units}, SETTINGS)["effect"]
+    se = stats.sem(np.log(units))
+    low, high = stats.t.interval(0.95, 4, math.log(4.0), se)
+    assert (found.low, found.high) == pytest.approx((math.exp(low), math.exp(high)))
+    assert (found.coverage, found.units, found.df, found.standard_error) == (0.95, {"a": 5}, pytest.approx(4),
+                                                                             pytest.approx(se))
+
+
+def test_an_unmeasurable_leave_one_out_gives_a_log_quantity_no_interval():
+    claim = _claim(lambda s: {"effect": float(np.exp(np.mean(np.log(s["a"])))) if len(s["a"]) > 4 else None}, LOG)
+    found = intervals(claim, {"a": [1.0, 2.0, 4.0, 8.0, 16.0]}, SETTINGS)["effect"]
+    assert (found.low, found.high, found.units) == (None, None, {})
+
+
+@pytest.mark.parametrize("samples,units", [
+    ({"a": [float(v) for v in range(1, 21)], "settings": [1.0]}, {"a": 20}),  # one value is a setting, not units
+    ({"a": [1.0, 3.0]}, {"a": 2}),  # two seeds are units
+    ({"a": [2.0] * 20}, {}),  # every resample takes the same value: nothing moves it
+])
+def test_a_step_interval_rests_on_the_groups_whose_units_move_it(samples, units):
+    claim = _claim(lambda s: {"effect": float(np.median(s["a"]))}, STEP)
+    found = intervals(claim, samples, SETTINGS)["effect"]
+    assert found.units == units and found.coverage == 0.95
+    assert (found.standard_error > 0) == bool(units) and found.low <= found.high
+
+
 def test_a_step_statistic_plans_its_seeds_from_the_resamples_spread_unless_one_is_infinite():
     criterion = Criterion("effect", ">", 10.0, "ours: a test", STEP)
     claim = _claim(lambda s: {"effect": float(np.median(s["a"]))}, STEP, threshold=10.0)
