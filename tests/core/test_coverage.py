@@ -254,7 +254,7 @@ def test_a_step_statistic_most_resamples_cannot_measure_gets_no_interval():
 
 def test_five_units_give_four_degrees_of_freedom_around_the_mean():
     found = intervals(MEAN_CLAIM, {"a": [0.0, 1.0, 2.0, 3.0, 4.0]}, SETTINGS)["effect"]
-    assert found.units == {"a": 5} and found.df == pytest.approx(4)
+    assert found.units == {"a": 5} and found.df == pytest.approx(4) and found.coverage == 0.95
     assert (found.low + found.high) / 2 == pytest.approx(2.0)
     assert (found.low, found.high) == pytest.approx(stats.t.interval(0.95, 4, 2.0, stats.sem([0, 1, 2, 3, 4])))
 
