@@ -497,6 +497,15 @@ def test_a_median_rests_on_its_seeds_unless_they_all_agree(units, moving):
     assert found.units == ({"a": 8} if moving else {})
 
 
+@pytest.mark.parametrize("units,standard_error", [
+    ([1.0, 3.0], 1.2533 * math.sqrt(2.0) / math.sqrt(2)),  # two finite seeds: sd sqrt(2)
+    ([1.0, math.inf, math.inf], None),  # one finite seed (two censored) has no spread to plan with
+])
+def test_a_medians_planning_spread_needs_two_finite_seeds(units, standard_error):
+    found = intervals(MEDIAN_CLAIM, {"a": units}, SETTINGS)["effect"]
+    assert found.standard_error == (None if standard_error is None else pytest.approx(standard_error))
+
+
 def test_an_unmeasurable_seeds_median_has_no_interval():
     claim = _claim(lambda s: {"effect": None if None in s["a"] else float(np.median(s["a"]))}, MEDIAN, group="a")
     found = intervals(claim, {"a": [1.0, 2.0, None, 4.0, 5.0]}, SETTINGS)["effect"]
