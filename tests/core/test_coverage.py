@@ -337,10 +337,11 @@ def test_the_seeds_needed_are_none_without_a_measured_effect_or_spread():
     assert _planned(SHARE, None, 0.5, 5, 0.1) is None
 
 
-@pytest.mark.parametrize("share,n", [(1.0, 10), (0.52, 10), (0.9, 5)])
+@pytest.mark.parametrize("share,n", [(1.0, 10), (0.52, 10), (0.521, 10), (0.9, 5)])
 def test_a_shares_seeds_needed_are_the_fewest_from_now_whose_exact_interval_decides(share, n):
     """The fewest m >= n seeds: at 1.0 of 10, 10 already decide >= 0.5 (the plan never goes below now); 0.52
-    against 0.5 needs thousands, beyond the seed-by-seed scan (bisected there)."""
+    against 0.5 needs thousands, beyond the seed-by-seed scan (bisected there; at 0.521 a bisection that
+    stops one step early answers one seed too many)."""
     criterion = Criterion("effect", ">=", 0.5, "ours: a test", SHARE, group="a")
 
     def decides(m):
@@ -349,7 +350,7 @@ def test_a_shares_seeds_needed_are_the_fewest_from_now_whose_exact_interval_deci
     needed = _planned(SHARE, share, 0.5, n, 0.1, op=">=")
     assert isinstance(needed, int) and needed >= n and decides(needed)
     assert needed == n or not decides(needed - 1)
-    if share == 0.52:
+    if share in (0.52, 0.521):
         assert needed > 2_000
 
 
