@@ -36,18 +36,21 @@ def parse_params(raw: Any) -> ParamsView:
     for package in PACKAGES:
         for key, value, allowed in package.relations(params):
             raise fail(key, value, allowed)
+    given = leaves(raw)
     for claim in (claim for paper in PAPERS for claim in paper.claims):
         for key in claim.seeds:
-            value = _dotted(raw, key)
+            value = given[key]
             if value < MIN_SEEDS:
                 raise fail(key, value, f">= {MIN_SEEDS}: {claim.id}'s intervals need a spread over seeds")
     return params
 
 
-def _dotted(raw: dict[str, Any], key: str) -> Any:
-    for part in key.split("."):
-        raw = raw[part]
-    return raw
+def leaves(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Every leaf of a nested mapping under its dotted key (`control.seeds`)."""
+    found = {}
+    for key, value in tree.items():
+        found |= leaves(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
+    return found
 
 
 def load_params(path: str | Path = DEFAULT_PATH) -> ParamsView:

@@ -30,7 +30,7 @@ from vitheory.core.claims import AFFORDABLE_SEEDS, INCONCLUSIVE, labelled_checks
 from vitheory.core.errors import ParamsError
 from vitheory.core.paths import artifact
 from vitheory.papers import PAPERS
-from vitheory.params import DEFAULT_PATH, parse_params
+from vitheory.params import DEFAULT_PATH, leaves, parse_params
 
 PRESETS = Path(__file__).resolve().parents[1] / "presets"
 
@@ -149,22 +149,15 @@ def default_preset(params_path: Path = DEFAULT_PATH) -> str:
     return DEFAULT_HEADER + stream.getvalue()
 
 
-def _leaves(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    found = {}
-    for key, value in tree.items():
-        found |= _leaves(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
-    return found
-
-
 def which_preset(params: dict[str, Any]) -> str:
     """The preset whose values `params` (params.yaml, parsed) holds: every key any preset sets is that
     preset's value, or the default's where it sets none; else a custom setting, naming the nearest preset
     and the keys that differ from it."""
-    given = _leaves(params)
-    defaults = _leaves(yaml.safe_load((PRESETS / "default.yaml").read_text()) or {})
+    given = leaves(params)
+    defaults = leaves(yaml.safe_load((PRESETS / "default.yaml").read_text()) or {})
     differing = {}
     for path in sorted(PRESETS.glob("*.yaml")):
-        wanted = defaults | _leaves(yaml.safe_load(path.read_text()) or {})
+        wanted = defaults | leaves(yaml.safe_load(path.read_text()) or {})
         differing[path.stem] = sorted(key for key, value in wanted.items() if given.get(key) != value)
         if not differing[path.stem]:
             return path.stem
@@ -187,7 +180,7 @@ def decisive_seeds(records: list[dict[str, Any]], params: dict[str, Any]) -> dic
     """params key -> (seeds, the criteria asking for them) for every seeds key that an inconclusive
     criterion of `records` (reports/claims.json's claims) needs raised above its value in `params`."""
     keys = {claim.id: claim.seeds for paper in PAPERS for claim in paper.claims}
-    current = _leaves(params)
+    current = leaves(params)
     raised: dict[str, tuple[int, list[str]]] = {}
     for record in records:
         for label, check in labelled_checks(record):

@@ -254,7 +254,7 @@ def test_a_step_statistic_most_resamples_cannot_measure_gets_no_interval():
 
 def test_five_units_give_four_degrees_of_freedom_around_the_mean():
     found = intervals(MEAN_CLAIM, {"a": [0.0, 1.0, 2.0, 3.0, 4.0]}, SETTINGS)["effect"]
-    assert found.units == {"a": 5} and found.df == pytest.approx(4)
+    assert found.units == {"a": 5} and found.df == pytest.approx(4) and found.coverage == 0.95
     assert (found.low + found.high) / 2 == pytest.approx(2.0)
     assert (found.low, found.high) == pytest.approx(stats.t.interval(0.95, 4, 2.0, stats.sem([0, 1, 2, 3, 4])))
 
@@ -311,7 +311,7 @@ def test_the_fewest_seeds_that_can_decide_are_those_of_each_exact_method(confide
 
 def _planned(kind, value, threshold, n, standard_error, op=">", confidence=0.95):
     criterion = Criterion("effect", op, threshold, "ours: a test", kind, group="a" if kind in (SHARE, MEDIAN, PAIRED) else None)
-    return seeds_needed(criterion, value, Interval(None, None, kind, confidence, {"a": n},
+    return seeds_needed(criterion, value, Interval(None, None, confidence, {"a": n},
                                                    standard_error=standard_error), confidence)
 
 
@@ -337,10 +337,11 @@ def test_the_seeds_needed_are_none_without_a_measured_effect_or_spread():
     assert _planned(SHARE, None, 0.5, 5, 0.1) is None
 
 
-@pytest.mark.parametrize("share,n", [(1.0, 10), (0.52, 10), (0.9, 5)])
+@pytest.mark.parametrize("share,n", [(1.0, 10), (0.52, 10), (0.521, 10), (0.9, 5)])
 def test_a_shares_seeds_needed_are_the_fewest_from_now_whose_exact_interval_decides(share, n):
     """The fewest m >= n seeds: at 1.0 of 10, 10 already decide >= 0.5 (the plan never goes below now); 0.52
-    against 0.5 needs thousands, beyond the seed-by-seed scan (bisected there)."""
+    against 0.5 needs thousands, beyond the seed-by-seed scan (bisected there; at 0.521 a bisection that
+    stops one step early answers one seed too many)."""
     criterion = Criterion("effect", ">=", 0.5, "ours: a test", SHARE, group="a")
 
     def decides(m):
@@ -349,7 +350,7 @@ def test_a_shares_seeds_needed_are_the_fewest_from_now_whose_exact_interval_deci
     needed = _planned(SHARE, share, 0.5, n, 0.1, op=">=")
     assert isinstance(needed, int) and needed >= n and decides(needed)
     assert needed == n or not decides(needed - 1)
-    if share == 0.52:
+    if share in (0.52, 0.521):
         assert needed > 2_000
 
 
@@ -426,6 +427,36 @@ def test_one_unmeasurable_step_quantity_leaves_the_others_their_intervals():
     assert found["never"].low is None and found["effect"].low is not None
 
 
+def test_a_log_quantitys_interval_is_students_t_on_the_log_scale_and_rests_on_its_seeds():
+    """The geometric mean of 1, 2, 4, 8, 16 is 4; its delete-one logs are a mean's, so the interval is
+    exp(log 4 -+ t_0.975,4 sem(log units)), with the spread recorded on the log scale."""
+    units = [1.0, 2.0, 4.0, 8.0, 16.0]
+    found = intervals(GEOMETRIC, {"a": units}, SETTINGS)["effect"]
+    se = stats.sem(np.log(units))
+    low, high = stats.t.interval(0.95, 4, math.log(4.0), se)
+    assert (found.low, found.high) == pytest.approx((math.exp(low), math.exp(high)))
+    assert (found.coverage, found.units, found.df, found.standard_error) == (0.95, {"a": 5}, pytest.approx(4),
+                                                                             pytest.approx(se))
+
+
+def test_an_unmeasurable_leave_one_out_gives_a_log_quantity_no_interval():
+    claim = _claim(lambda s: {"effect": float(np.exp(np.mean(np.log(s["a"])))) if len(s["a"]) > 4 else None}, LOG)
+    found = intervals(claim, {"a": [1.0, 2.0, 4.0, 8.0, 16.0]}, SETTINGS)["effect"]
+    assert (found.low, found.high, found.units) == (None, None, {})
+
+
+@pytest.mark.parametrize("samples,units", [
+    ({"a": [float(v) for v in range(1, 21)], "settings": [1.0]}, {"a": 20}),  # one value is a setting, not units
+    ({"a": [1.0, 3.0]}, {"a": 2}),  # two seeds are units
+    ({"a": [2.0] * 20}, {}),  # every resample takes the same value: nothing moves it
+])
+def test_a_step_interval_rests_on_the_groups_whose_units_move_it(samples, units):
+    claim = _claim(lambda s: {"effect": float(np.median(s["a"]))}, STEP)
+    found = intervals(claim, samples, SETTINGS)["effect"]
+    assert found.units == units and found.coverage == 0.95
+    assert (found.standard_error > 0) == bool(units) and found.low <= found.high
+
+
 def test_a_step_statistic_plans_its_seeds_from_the_resamples_spread_unless_one_is_infinite():
     criterion = Criterion("effect", ">", 10.0, "ours: a test", STEP)
     claim = _claim(lambda s: {"effect": float(np.median(s["a"]))}, STEP, threshold=10.0)
@@ -465,6 +496,15 @@ def test_a_medians_interval_and_plan_are_its_order_statistics_and_its_asymptotic
 def test_a_median_rests_on_its_seeds_unless_they_all_agree(units, moving):
     found = intervals(MEDIAN_CLAIM, {"a": units}, SETTINGS)["effect"]
     assert found.units == ({"a": 8} if moving else {})
+
+
+@pytest.mark.parametrize("units,standard_error", [
+    ([1.0, 3.0], 1.2533 * math.sqrt(2.0) / math.sqrt(2)),  # two finite seeds: sd sqrt(2)
+    ([1.0, math.inf, math.inf], None),  # one finite seed (two censored) has no spread to plan with
+])
+def test_a_medians_planning_spread_needs_two_finite_seeds(units, standard_error):
+    found = intervals(MEDIAN_CLAIM, {"a": units}, SETTINGS)["effect"]
+    assert found.standard_error == (None if standard_error is None else pytest.approx(standard_error))
 
 
 def test_an_unmeasurable_seeds_median_has_no_interval():

@@ -313,13 +313,13 @@ def test_the_decisive_preset_raises_each_family_to_what_its_inconclusive_criteri
 
 def test_every_claim_names_the_params_that_set_its_seeds():
     from vitheory.papers import PAPERS
-    from vitheory.preset import _leaves
+    from vitheory.params import leaves
 
-    leaves = _leaves(yaml.safe_load((ROOT / "params.yaml").read_text()))
+    given = leaves(yaml.safe_load((ROOT / "params.yaml").read_text()))
     for claim in (claim for paper in PAPERS for claim in paper.claims):
         assert claim.seeds or claim.id == "JSL-7", f"{claim.id} names no seeds key"
         for key in claim.seeds:
-            assert isinstance(leaves.get(key), int) and key.endswith(".seeds"), f"{claim.id}: {key}"
+            assert isinstance(given.get(key), int) and key.endswith(".seeds"), f"{claim.id}: {key}"
 
 
 def test_the_decisive_preset_is_generated_from_the_committed_run():

@@ -1,5 +1,6 @@
 """LI-5's pieces: choosing the tokens to keep, the attention scores behind the choice, the spurious marker."""
 
+import copy
 import math
 from dataclasses import replace
 
@@ -10,6 +11,7 @@ from torch import nn
 
 from vitheory.images.models import SmallViT, patchify
 from vitheory.images.training import build_model, evaluate
+from vitheory.li23 import token_keeping
 from vitheory.li23.token_keeping import (
     STRATEGIES,
     add_marker,
@@ -244,3 +246,83 @@ def test_spurious_marker_takes_images_and_classes_on_the_gpu():
 def test_without_token_drops_exactly_the_named_patch():
     kept = without_token(3, 5, torch.tensor([0, 4, 2]))
     assert kept.tolist() == [[1, 2, 3, 4], [0, 1, 2, 3], [0, 1, 3, 4]]
+
+
+def test_random_finetune_draws_follow_its_seed_not_the_global_generator():
+    """The tokens a random fine-tune keeps are the seed's: the same weights whatever the global state."""
+    torch.manual_seed(0)
+    model, (x, y) = _tiny_vit(), _tiny_data()
+    tuned = []
+    for global_seed in (0, 1):
+        torch.manual_seed(global_seed)
+        tuned.append(finetune_sparsified(model, x, y, TRAIN, k=4, strategy="random", epochs=1, seed=0))
+    assert all(torch.equal(v, tuned[1].state_dict()[k]) for k, v in tuned[0].state_dict().items())
+
+
+def test_marker_patches_may_fill_the_image_but_not_more():
+    assert sorted(marker_positions(16, 16, seed=0).tolist()) == list(range(16))
+    with pytest.raises(ValueError, match="17 classes need as many marker patches; the image has 16"):
+        marker_positions(16, 17, seed=0)
+
+
+def test_marker_rows_count_patches_across_the_width_of_a_wide_image():
+    """A 4 x 8 image in 2 x 2 patches has 4 patches per row: patch 5 is row 1, column 1."""
+    marked = add_marker(torch.zeros(1, 1, 4, 8), torch.tensor([0]), torch.tensor([5]), 2, 1.0)
+    assert marked[0, 0, 2:4, 2:4].eq(1).all() and marked.sum() == 4
+
+
+def test_uncorrelated_markers_name_every_class_alike_and_follow_their_generator():
+    y = torch.zeros(4000, dtype=torch.long)
+    markers = marker_classes(y, 0.0, 4, torch.Generator().manual_seed(0))
+    assert ((torch.bincount(markers, minlength=4) - 1000).abs() < 120).all()  # binomial sd 27: ours > 4 sd's
+    torch.manual_seed(1)
+    half = marker_classes(y, 0.5, 4, torch.Generator().manual_seed(0))
+    torch.manual_seed(2)
+    assert torch.equal(half, marker_classes(y, 0.5, 4, torch.Generator().manual_seed(0)))
+
+
+def test_spurious_runs_test_without_the_marker_patch_and_without_the_most_attended_patch(monkeypatch):
+    """Black images but for the marker: the oracle's rows drop each image's brightest patch (its marker),
+    attention's drop the patch the trained model attends to most; the others keep every patch."""
+    seen = []
+
+    def recording(model, images, labels, keep=None):
+        seen.append((model, images, keep))
+        return evaluate(model, images, labels) if keep is None else evaluate(model, images, labels, keep=keep)
+
+    monkeypatch.setattr(token_keeping, "evaluate", recording)
+    y = {split: torch.randint(0, 3, (n,), generator=torch.Generator().manual_seed(n)) for split, n in
+         (("train", 48), ("test", 64))}
+    x = {split: torch.zeros(len(labels), 1, 8, 8) for split, labels in y.items()}
+    rows = spurious_runs(_tiny_vit, x, y, TRAIN, seeds=1, epochs=1, correlation=0.5, marker_value=5.0, marker_seed=0,
+                         n_classes=3)
+    assert [r[1] for r in rows] == ["all", "all", "oracle", "attention"] and len(seen) == 4
+    (_, clean, keep_clean), (_, _, keep_all), (_, marked, oracle), (model, _, attention) = seen
+    assert keep_clean is None and keep_all is None and clean.eq(0).all()
+    marker = patchify(marked, 2).sum(-1).argmax(1)
+    assert torch.equal(oracle, without_token(64, 16, marker))
+    assert torch.equal(attention, without_token(64, 16, token_scores(model, marked).argmax(1)))
+
+
+def test_natural_runs_score_every_strategy_with_the_original_attention_and_fine_tune_at_its_rate(monkeypatch):
+    """Each strategy reaches the token choice by name, before and after a fine-tune at `finetune_lr`."""
+    accuracy, finetune = [], []
+
+    def recording_accuracy(model, scorer, x, y, k, strategy, seed):
+        accuracy.append((model is scorer, k, strategy, seed))
+        return 0.5
+
+    def recording_finetune(model, x, y, cfg, *, k, strategy, epochs, seed):
+        finetune.append((cfg, k, strategy, epochs, seed))
+        return copy.deepcopy(model)
+
+    monkeypatch.setattr(token_keeping, "sparsified_accuracy", recording_accuracy)
+    monkeypatch.setattr(token_keeping, "finetune_sparsified", recording_finetune)
+    (x_train, y_train), (x_test, y_test) = _tiny_data(32, 0), _tiny_data(64, 1)
+    cfg = replace(PARAMS.sparsify_real, keep_tokens=(4,), finetune_epochs=3, finetune_lr=PARAMS.real.lr / 7)
+    natural_runs([_tiny_vit().eval()] * 2, {"train": x_train, "test": x_test}, {"train": y_train, "test": y_test},
+                 TRAIN, cfg)
+    assert accuracy == [(tuned_is_original, 4, strategy, seed) for seed in (0, 1) for strategy in STRATEGIES
+                        for tuned_is_original in (True, False)]
+    assert [entry[1:] for entry in finetune] == [(4, strategy, 3, seed) for seed in (0, 1) for strategy in STRATEGIES]
+    assert all(entry[0] == replace(TRAIN, lr=cfg.finetune_lr) for entry in finetune)

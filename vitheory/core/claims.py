@@ -38,7 +38,7 @@ import operator
 import os
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -225,7 +225,6 @@ class Interval:
 
     low: float | None
     high: float | None
-    kind: str
     coverage: float | None  # the nominal coverage, or the exact one where the method has it (shares, medians)
     units: dict[str, int]  # the groups whose units move the quantity, and how many each has
     df: float | None = None  # Student-t's degrees of freedom; None: not a t interval, or no spread
@@ -383,14 +382,14 @@ def intervals(claim: Claim, samples: Samples, cfg: IntervalSettings, setting: st
         value = measured[quantity]
         if c.kind in (MEAN, PAIRED):
             ends, units, df, se = _jackknife(value, left_out, quantity, cfg.confidence)
-            interval = Interval(*(_clip(*ends, c.bounds) if ends else (None, None)), c.kind, cfg.confidence, units,
+            interval = Interval(*(_clip(*ends, c.bounds) if ends else (None, None)), cfg.confidence, units,
                                 df, se)
             if c.kind == PAIRED:
                 interval = _paired(claim, samples, c, interval, cfg, setting)
         elif c.kind == LOG:
             ends, units, df, se = _jackknife(value, left_out, quantity, cfg.confidence, _log)
             ends = _clip(math.exp(ends[0]), math.exp(ends[1]), c.bounds) if ends else (None, None)
-            interval = Interval(*ends, c.kind, cfg.confidence, units, df, se)
+            interval = Interval(*ends, cfg.confidence, units, df, se)
         elif c.kind == SHARE:
             interval = _share(value, samples, c, cfg)
         elif c.kind == MEDIAN:
@@ -398,7 +397,7 @@ def intervals(claim: Claim, samples: Samples, cfg: IntervalSettings, setting: st
         else:
             ends, unmeasured, spread = booted[quantity]
             moving = {g: len(u) for g, u in samples.items() if len(u) > 1}
-            interval = Interval(*(_clip(*ends, c.bounds) if ends else (None, None)), c.kind, cfg.confidence,
+            interval = Interval(*(_clip(*ends, c.bounds) if ends else (None, None)), cfg.confidence,
                                 moving if ends and ends[0] != ends[1] else {}, standard_error=spread,
                                 unmeasured=unmeasured)
         found[quantity] = interval
@@ -408,24 +407,24 @@ def intervals(claim: Claim, samples: Samples, cfg: IntervalSettings, setting: st
 def _share(value: float | None, samples: Samples, c: Criterion, cfg: IntervalSettings) -> Interval:
     n = len(samples[c.group])
     if value is None:
-        return Interval(None, None, SHARE, None, {})
+        return Interval(None, None, None, {})
     k = round(value * n)
     if abs(value * n - k) > 1e-9:
         raise ValueError(f"{c.quantity} = {value} is not a share of the {n} units of {c.group}")
-    return Interval(*clopper_pearson(k, n, cfg.confidence), SHARE, cfg.confidence, {c.group: n},
+    return Interval(*clopper_pearson(k, n, cfg.confidence), cfg.confidence, {c.group: n},
                     standard_error=math.sqrt(max(value * (1 - value), 0.25 / n) / n))
 
 
 def _median(claim: Claim, samples: Samples, c: Criterion, cfg: IntervalSettings) -> Interval:
     values = per_unit(claim, samples, c.quantity, c.group)
     if None in values:  # truly undefined on some seed (a censored one is infinite, not None)
-        return Interval(None, None, MEDIAN, None, {})
+        return Interval(None, None, None, {})
     ordered = sorted(values)
     r, coverage = order_statistic_ranks(len(ordered), cfg.confidence)
     finite = [v for v in ordered if math.isfinite(v)]
     # the standard error of a median, 1.2533 sd / sqrt(n) for normal units: for planning seeds only
     se = 1.2533 * float(np.std(finite, ddof=1)) / math.sqrt(len(finite)) if len(finite) > 1 else None
-    return Interval(*_clip(ordered[r - 1], ordered[-r], c.bounds), MEDIAN, coverage,
+    return Interval(*_clip(ordered[r - 1], ordered[-r], c.bounds), coverage,
                     {c.group: len(ordered)} if ordered[0] != ordered[-1] else {}, standard_error=se)
 
 
@@ -433,11 +432,9 @@ def _paired(claim: Claim, samples: Samples, c: Criterion, interval: Interval, cf
             setting: str) -> Interval:
     values = per_unit(claim, samples, c.quantity, c.group)
     if None in values or not all(math.isfinite(v) for v in values):
-        return Interval(interval.low, interval.high, PAIRED, interval.coverage, interval.units, interval.df,
-                        interval.standard_error)
+        return interval
     rng = np.random.default_rng([cfg.seed, zlib.crc32(f"{claim.id}{setting}{c.quantity}".encode())])
-    return Interval(interval.low, interval.high, PAIRED, interval.coverage, interval.units, interval.df,
-                    interval.standard_error, sign_flip_p_values(values, c.threshold, rng))
+    return replace(interval, p_values=sign_flip_p_values(values, c.threshold, rng))
 
 
 def decide(c: Criterion, value: float | None, interval: Interval, cfg: IntervalSettings) -> str:
