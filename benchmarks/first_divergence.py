@@ -80,9 +80,15 @@ def record(steps: int, keep: int | None) -> dict:
             "capability": torch.backends.cpu.get_cpu_capability(), "threads": torch.get_num_threads()}
 
 
+def setting_environment(setting: str) -> dict[str, str]:
+    """This process's environment without the package's pins, plus a SETTING's `NAME=VALUE` pairs: what a
+    fresh interpreter then pins is the rest."""
+    return {name: value for name, value in os.environ.items()
+            if name not in vitheory.CPU_NUMERICS} | dict(pair.split("=", 1) for pair in shlex.split(setting))
+
+
 def run(setting: str, steps: int, keep: int | None, folder: Path) -> dict:
-    env = {name: value for name, value in os.environ.items()
-           if name not in vitheory.CPU_NUMERICS} | dict(pair.split("=", 1) for pair in shlex.split(setting))
+    env = setting_environment(setting)
     path = folder / f"{abs(hash((setting, keep)))}.pt"
     if path.exists():  # the baseline, recorded once for every setting
         return torch.load(path)

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shlex
 import subprocess
 import sys
 import time
@@ -25,6 +23,7 @@ from dataclasses import replace
 import vitheory  # noqa: F401  (the pins, before torch loads)
 import torch
 
+from benchmarks.first_divergence import setting_environment
 from vitheory.core.device import seeded
 from vitheory.images.training import build_model, fit
 from vitheory.li23.attention import train_li_vit
@@ -65,9 +64,7 @@ def main() -> None:
     best: dict[str, dict[str, float]] = {}
     for _ in range(args.repeats):
         for setting in args.settings:
-            env = {name: value for name, value in os.environ.items() if name not in vitheory.CPU_NUMERICS} \
-                | dict(pair.split("=", 1) for pair in shlex.split(setting))
-            run = subprocess.run([sys.executable, "-m", "benchmarks.pin_cost", "--measure"], env=env,
+            run = subprocess.run([sys.executable, "-m", "benchmarks.pin_cost", "--measure"], env=setting_environment(setting),
                                  capture_output=True, text=True, check=True)
             for name, seconds in json.loads(run.stdout).items():
                 best.setdefault(setting, {})[name] = min(seconds, best.get(setting, {}).get(name, seconds))
