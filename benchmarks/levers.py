@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import tempfile
 import time
 from collections import defaultdict
@@ -42,12 +41,7 @@ from vitheory.images.training import build_model, fit, load_images
 from vitheory.params import DEFAULT_PATH, load_params
 from vitheory.pk22.hessian import hessian_rows
 from vitheory.pk22.trainings import build_alternet
-
-
-def stage_seconds() -> dict[str, float]:
-    """The committed run's seconds per stage, from docs/REVIEWING.md's table."""
-    rows = re.findall(r"^\| `([\w@-]+)` \| ([\d,.]+) \|", Path("docs/REVIEWING.md").read_text(), re.M)
-    return {name: float(seconds.replace(",", "")) for name, seconds in rows}
+from vitheory.reviewing import GUIDE, logged_seconds
 
 
 def training_seconds(build, cfg, x, y, threads: int) -> float:
@@ -134,7 +128,7 @@ def main() -> None:
     print("\nratios (before / after):")
     for name, ratio in ratios.items():
         print(f"  {name:36s} {ratio:5.2f}x")
-    committed = stage_seconds()
+    committed = logged_seconds(GUIDE.read_text())  # the committed run's seconds per stage
     train_real = sum(s for name, s in committed.items() if name.startswith("train_real@"))
     projected = {"train_real (6 runs)": (train_real, ratios["compile, 1 thread"]),
                  "pk_train": (committed["pk_train"], ratios.get("pk_train AlterNet, compile", ratios["compile, 1 thread"])),
