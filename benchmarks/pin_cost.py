@@ -7,8 +7,10 @@ A SETTING is space-separated `NAME=VALUE` environment variables (as in benchmark
 `--repeats` times (a shared machine's load then falls on every setting alike), and times three
 trainings as the pipeline runs them: 100 SGD steps of `train_li_vit` (params.yaml's model, 2
 threads), and 20 AdamW steps of the default real-image ViT and of the CNN (params.yaml's recipe, one
-thread, as a `train_real` worker, on random images of the cluttered canvas's shape). Prints each
-setting's fastest seconds per training.
+thread, as a `train_real` worker, on random images of the cluttered canvas's shape). With
+`--pk-train`, also AlterNet (pk_train's other model with attention) and the ViT's and AlterNet's
+steps through `real.compile`, timed after a first compiled pass (the compile itself, left out): issue
+42's levers together with a setting. Prints each setting's fastest seconds per training.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import subprocess
 import sys
 import time
 from dataclasses import replace
+from functools import partial
 
 import vitheory  # noqa: F401  (the pins, before torch loads)
 import torch
@@ -29,11 +32,12 @@ from vitheory.images.training import build_model, fit
 from vitheory.li23.attention import train_li_vit
 from vitheory.li23.tokens import generate
 from vitheory.params import load_params
+from vitheory.pk22.trainings import build_alternet
 
 STEPS = 20  # of each real-image training
 
 
-def measure() -> dict[str, float]:
+def measure(pk_train: bool) -> dict[str, float]:
     params = load_params()
     train, test = generate(params.generate.li_tokens)
     start = time.perf_counter()
@@ -44,11 +48,19 @@ def measure() -> dict[str, float]:
     cfg, side = params.real, params.images.cluttered.canvas
     x = torch.randn(STEPS * cfg.batch_size, 1, side, side, generator=torch.Generator().manual_seed(0))
     y = torch.randint(0, 10, (len(x),), generator=torch.Generator().manual_seed(1))
-    for name in ("vit", "cnn"):
-        model = seeded(0, lambda: build_model(getattr(cfg.models, name), side, 1, 10))
+    builders = {name: partial(build_model, getattr(cfg.models, name), side, 1, 10) for name in ("vit", "cnn")}
+    if pk_train:
+        builders["alternet"] = partial(build_alternet, params.pk_train.alternet, side, 1, 10)
+    for name, build in builders.items():
+        model = seeded(0, build)
         start = time.perf_counter()
         fit(model, x, y, cfg, epochs=1, seed=0, progress=False)
         found[f"{name}, {STEPS} steps"] = time.perf_counter() - start
+        if pk_train and name != "cnn":
+            fit(model, x, y, replace(cfg, compile=True), epochs=1, seed=0, progress=False)  # the compile
+            start = time.perf_counter()
+            fit(model, x, y, replace(cfg, compile=True), epochs=1, seed=0, progress=False)
+            found[f"{name} compiled, {STEPS} steps"] = time.perf_counter() - start
     return found
 
 
@@ -56,15 +68,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("settings", nargs="*", help='e.g. "" (the pins) and "MKL_CBWR=COMPATIBLE"')
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pk-train", action="store_true", help="also AlterNet, and both through torch.compile")
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
-        print(json.dumps(measure()))
+        print(json.dumps(measure(args.pk_train)))
         return
     best: dict[str, dict[str, float]] = {}
     for _ in range(args.repeats):
         for setting in args.settings:
-            run = subprocess.run([sys.executable, "-m", "benchmarks.pin_cost", "--measure"], env=setting_environment(setting),
+            command = [sys.executable, "-m", "benchmarks.pin_cost", "--measure", *(["--pk-train"] * args.pk_train)]
+            run = subprocess.run(command, env=setting_environment(setting),
                                  capture_output=True, text=True, check=True)
             for name, seconds in json.loads(run.stdout).items():
                 best.setdefault(setting, {})[name] = min(seconds, best.get(setting, {}).get(name, seconds))
