@@ -378,26 +378,39 @@ def test_verify_against_a_revision_agrees_and_catches_a_planted_difference(repo)
     assert f"problem: {record['id']}: {quantity} = " in planted.stdout and "beyond the tolerance" in planted.stdout
 
 
-@pytest.mark.pipeline
-def test_verify_against_agrees_on_every_verdict_after_retraining_on_a_simulated_second_machine(repo):
-    """Another CPU trains to other bytes (issue 45); its verdicts must be ours and its numbers within their
-    tolerance. Simulated by ATen's default kernels in place of the pinned AVX2 ones: `train_li_vit` reruns
-    (its weights move), then every stage downstream of it, and verify compares the claims with the commit."""
+def _verified_after_retraining_under(repo: Path, env: dict[str, str], *repros: tuple[str, ...]) -> None:
+    """Commit the results, run `repros` (dvc repro argument lists) under `env`, and check that they trained
+    `train_li_vit` to other bytes and that verify --against the commit agrees on every verdict and number;
+    the commit's outputs are restored whatever happens."""
     _run(["git", "add", "-A"], repo)
     _run(["git", "commit", "-qm", "results", "--allow-empty"], repo)
     model = repo / artifact("li_vit") / "seed_0" / "model.safetensors"
     before = model.read_bytes()
-    second_machine = {"ATEN_CPU_CAPABILITY": "default"}
     try:
-        _run([sys.executable, "-m", "dvc", "repro", "-f", "-s", "train_li_vit"], repo, env=second_machine)
-        _run([sys.executable, "-m", "dvc", "repro"], repo, env=second_machine)
-        assert model.read_bytes() != before, "the simulated machine trained to our bytes: it simulates nothing"
+        for args in repros:
+            _run([sys.executable, "-m", "dvc", "repro", *args], repo, env=env)
+        assert model.read_bytes() != before, f"{env} trained to our bytes: it simulates nothing"
         against = _run([sys.executable, "-m", "vitheory.verify", "--against", "HEAD"], repo, check=False)
     finally:
         _run(["git", "reset", "-q", "--hard", "HEAD"], repo)
         _dvc("checkout", "-f", cwd=repo)
     assert against.returncode == 0 and "agrees with HEAD" in against.stdout, against.stdout
     assert _dvc("status", "-q", cwd=repo, check=False).returncode == 0
+
+
+@pytest.mark.pipeline
+def test_verify_against_agrees_on_every_verdict_after_retraining_on_a_simulated_second_machine(repo):
+    """Another CPU trains to other bytes (issue 45); its verdicts must be ours and its numbers within their
+    tolerance. Simulated by ATen's default kernels in place of the pinned AVX2 ones: `train_li_vit` reruns
+    (its weights move), then every stage downstream of it, and verify compares the claims with the commit."""
+    _verified_after_retraining_under(repo, {"ATEN_CPU_CAPABILITY": "default"}, ("-f", "-s", "train_li_vit"), ())
+
+
+@pytest.mark.pipeline
+def test_the_portable_numerics_rerun_the_whole_pipeline_to_the_same_verdicts(repo):
+    """The opt-in for a DVC cache shared across CPU vendors (MKL's COMPATIBLE branch, issue 52) against the
+    default (MKL's AUTO): every stage rerun under it trains to other bytes and the same verdicts."""
+    _verified_after_retraining_under(repo, vitheory.PORTABLE_NUMERICS, ("-f",))
 
 
 @contextlib.contextmanager

@@ -1,6 +1,6 @@
-"""A training step's bytes on a simulated second machine (issue 45): `train_li_vit` at params.yaml's
-settings, two SGD steps, run in two fresh interpreters under two CPU settings, its trained weights compared
-byte for byte."""
+"""A training step's bytes on a simulated second machine (issues 45, 52): `train_li_vit` at params.yaml's
+settings, two SGD steps, run in fresh interpreters under CPU settings, its trained weights compared byte
+for byte."""
 
 import os
 import platform
@@ -47,23 +47,32 @@ def _trained(env: dict[str, str], cores: set[int] | None = None) -> str:
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
                     reason="needs two CPUs to simulate a machine with one")
 def test_a_training_step_has_the_same_bytes_under_settings_the_pins_make_equivalent():
-    """A 1-core machine (torch would start one thread, the pin starts 2) and an MKL allowed fewer
-    instruction sets (MKL_ENABLE_INSTRUCTIONS, which an Intel CPU's dispatch follows) train as this machine
-    does. The control: a machine whose MKL runs another branch (AUTO, what MKL_CBWR=AVX2 ran on AMD while
-    Intel ran AVX2's) trains to other bytes, and the comparison sees it."""
-    ours = _trained(_env())
-    assert _trained(_env(), cores={min(os.sched_getaffinity(0))}) == ours
-    assert _trained(_env(MKL_ENABLE_INSTRUCTIONS="SSE4_2")) == ours
-    assert _trained(_env(MKL_CBWR="AUTO")) != ours
+    """A 1-core machine (torch would start one thread, the pin starts 2) trains as this machine does, under
+    the default numerics and under the portable opt-in. The control: MKL's COMPATIBLE branch against its
+    AUTO one (what an Intel and an AMD CPU run differently under AUTO) trains to other bytes, and the
+    comparison sees it."""
+    one_core = {min(os.sched_getaffinity(0))}
+    ours, portable = _trained(_env()), _trained(_env(**vitheory.PORTABLE_NUMERICS))
+    assert _trained(_env(), cores=one_core) == ours
+    assert _trained(_env(**vitheory.PORTABLE_NUMERICS), cores=one_core) == portable
+    assert portable != ours
+
+
+def _mkl_branches(env: dict[str, str]) -> set[str]:
+    """The CNR branch of every SGEMM call of a matmul, as MKL's verbose log names it; asserts dynamic
+    threading is off on each."""
+    matmul = "import vitheory, torch; torch.randn(64, 64) @ torch.randn(64, 64)"
+    log = subprocess.run([sys.executable, "-c", matmul], cwd=ROOT, env=env | {"MKL_VERBOSE": "1"},
+                         capture_output=True, text=True, check=True).stdout
+    calls = [line for line in log.splitlines() if line.startswith("MKL_VERBOSE SGEMM")]
+    assert calls and all(" Dyn:0 " in line for line in calls), log
+    return {line.split(" CNR:")[1].split()[0] for line in calls}
 
 
 @x86_64
-def test_mkl_runs_the_pinned_branch_on_this_cpu():
-    """MKL_CBWR=AVX2 (the pin before issue 45) runs MKL's AUTO branch on a non-Intel CPU, so AMD and Intel
-    machines ran different matmul code; COMPATIBLE is the branch MKL runs on both. Its verbose log names the
-    branch every call ran."""
-    matmul = "import vitheory, torch; torch.randn(64, 64) @ torch.randn(64, 64)"
-    log = subprocess.run([sys.executable, "-c", matmul], cwd=ROOT, env=_env(MKL_VERBOSE="1"), capture_output=True,
-                         text=True, check=True).stdout
-    calls = [line for line in log.splitlines() if line.startswith("MKL_VERBOSE SGEMM")]
-    assert calls and all(" CNR:COMPATIBLE " in line and " Dyn:0 " in line for line in calls), log
+def test_mkl_runs_its_own_branch_by_default_and_the_portable_one_when_asked():
+    """By default MKL runs its own branch for the CPU (AUTO: an Intel and an AMD machine may run different
+    code, bytes are promised on one CPU model); MKL_CBWR=COMPATIBLE, the opt-in, runs the branch MKL runs
+    on both vendors. Its verbose log names the branch every call ran."""
+    assert _mkl_branches(_env()) == {"AUTO"}
+    assert _mkl_branches(_env(**vitheory.PORTABLE_NUMERICS)) == {"COMPATIBLE"}
