@@ -18,6 +18,7 @@ from dataclasses import replace
 
 import torch
 
+from benchmarks import load_average
 from vitheory.core.device import seeded
 from vitheory.core.ensemble import TEST_SCREEN, hinge
 from vitheory.li23.models import builder
@@ -133,7 +134,7 @@ def main() -> None:
           f"{gflop / batched_s:.2f} GFLOP/s = {gflop / batched_s / peak:.2%} of peak")
     print(f"plain loop      : {n_models / plain_s:8.2f} models/s ({plain_s:.1f} s), "
           f"{gflop / plain_s:.2f} GFLOP/s = {gflop / plain_s / peak:.2%} of peak")
-    print(f"speed-up        : {plain_s / batched_s:.2f}x")
+    print(f"speed-up        : {plain_s / batched_s:.2f}x ({load_average()})")
     print(f"agreement       : steps to zero training and test error equal in {same_steps}/{n_models} models; "
           f"largest test-error difference {max_error_gap:.4f}")
 

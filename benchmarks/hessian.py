@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch.func import functional_call, grad, jvp
 
+from benchmarks import load_average
 from vitheory.core.device import seeded
 from vitheory.images.prepare import prepare
 from vitheory.images.training import build_model, load_images
@@ -76,7 +77,7 @@ def main() -> None:
         ours, products = milliseconds_per_product(operator.matvec, vectors)
         difference = max(np.abs(p - e).max() / np.abs(e).max() for p, e in zip(products, expected))
         print(f"{name:6} {operator.shape[0]:>10} {baseline:>16.1f} {ours:>16.1f} {baseline / ours:>8.2f}x "
-              f"{difference:>14.1e}")
+              f"{difference:>14.1e}  {load_average()}")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import yaml
 import torch.nn.functional as F  # noqa: N812
 from torch.utils.flop_counter import FlopCounterMode
 
+from benchmarks import load_average
 from benchmarks.ensemble import matmul_peak_gflops
 from vitheory.core.device import seeded
 from vitheory.images.prepare import prepare
@@ -78,7 +79,7 @@ def main() -> None:
         rate = images / seconds
         print(f"{label:35s}: {rate:8.1f} images/s ({seconds:.1f} s), {rate * flops / 1e9:.2f} GFLOP/s = "
               f"{rate * flops / 1e9 / peak:.1%} of peak")
-    print(f"speed-up: {loop_s / side_s:.2f}x")
+    print(f"speed-up: {loop_s / side_s:.2f}x ({load_average()})")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from statistics import median
 
 import torch
 
+from benchmarks import load_average
 from vitheory.core.device import seeded
 from vitheory.images.prepare import prepare
 from vitheory.images.training import build_model, fit, load_images
@@ -125,7 +126,7 @@ def main() -> None:
         print(f"  {name:24s} {seconds:6.1f} s")
     ratios["pk_analysis Hessian, BLAS 1 thread"] = analysis["BLAS unlimited (before)"] / analysis["BLAS 1 thread (after)"]
 
-    print("\nratios (before / after):")
+    print(f"\nratios (before / after), {load_average()}:")
     for name, ratio in ratios.items():
         print(f"  {name:36s} {ratio:5.2f}x")
     committed = logged_seconds(GUIDE.read_text())  # the committed run's seconds per stage

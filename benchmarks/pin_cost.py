@@ -3,14 +3,16 @@
     python -m benchmarks.pin_cost [--repeats 3] SETTING [SETTING ...]
 
 A SETTING is space-separated `NAME=VALUE` environment variables (as in benchmarks.first_divergence),
-"" the package's pins alone. Each setting runs in fresh subprocesses, alternating with the others
+"" the package's own settings alone (MKL's AUTO branch since issue 52; `"MKL_CBWR=COMPATIBLE"` the
+portable opt-in). Each setting runs in fresh subprocesses, alternating with the others
 `--repeats` times (a shared machine's load then falls on every setting alike), and times three
 trainings as the pipeline runs them: 100 SGD steps of `train_li_vit` (params.yaml's model, 2
 threads), and 20 AdamW steps of the default real-image ViT and of the CNN (params.yaml's recipe, one
 thread, as a `train_real` worker, on random images of the cluttered canvas's shape). With
 `--pk-train`, also AlterNet (pk_train's other model with attention) and the ViT's and AlterNet's
 steps through `real.compile`, timed after a first compiled pass (the compile itself, left out): issue
-42's levers together with a setting. Prints each setting's fastest seconds per training.
+42's levers together with a setting. Prints each setting's fastest seconds per training, then each
+setting's ratio to the first one's, training by training, with the load average.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from functools import partial
 import vitheory  # noqa: F401  (the pins, before torch loads)
 import torch
 
+from benchmarks import load_average
 from benchmarks.first_divergence import setting_environment
 from vitheory.core.device import seeded
 from vitheory.images.training import build_model, fit
@@ -86,6 +89,11 @@ def main() -> None:
                 best.setdefault(setting, {})[name] = min(seconds, best.get(setting, {}).get(name, seconds))
     for setting, found in best.items():
         print(f"[{setting or 'pins only'}] " + ", ".join(f"{name}: {s:.2f} s" for name, s in found.items()))
+    base, *others = best
+    for setting in others:  # each setting against the first, training by training
+        print(f"[{setting} / {base or 'pins only'}] " + ", ".join(
+            f"{name}: {best[setting][name] / seconds:.2f}x" for name, seconds in best[base].items() if name in best[setting])
+            + f"  ({load_average()})")
 
 
 if __name__ == "__main__":
