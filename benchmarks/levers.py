@@ -37,6 +37,7 @@ import torch
 
 from benchmarks import load_average
 from vitheory.core.device import seeded
+from vitheory.images.params import CompileParams
 from vitheory.images.prepare import prepare
 from vitheory.images.training import build_model, fit, load_images
 from vitheory.params import DEFAULT_PATH, load_params
@@ -74,8 +75,8 @@ def main() -> None:
     parser.add_argument("--alternet", action="store_true", help="also the pk_train model (a cold compile of minutes)")
     args = parser.parse_args()
     params = load_params(DEFAULT_PATH)
-    eager = replace(params.real, compile=False)
-    compiled = replace(params.real, compile=True)
+    eager = replace(params.real, compile=CompileParams.every_kind(False))
+    compiled = replace(params.real, compile=CompileParams.every_kind(True))
     with tempfile.TemporaryDirectory() as folder:
         prepare(params.images, Path(folder) / "images")
         data = load_images(Path(folder) / "images", ("train",), torch.device("cpu"))

@@ -31,6 +31,7 @@ import torch
 from benchmarks import load_average
 from benchmarks.first_divergence import setting_environment
 from vitheory.core.device import seeded
+from vitheory.images.params import CompileParams
 from vitheory.images.training import build_model, fit
 from vitheory.li23.attention import train_li_vit
 from vitheory.li23.tokens import generate
@@ -52,7 +53,7 @@ def measure(pk_train: bool) -> dict[str, float]:
     cfg, side = params.real, params.images.cluttered.canvas
     x = torch.randn(STEPS * cfg.batch_size, 1, side, side, generator=torch.Generator().manual_seed(0))
     y = torch.randint(0, 10, (len(x),), generator=torch.Generator().manual_seed(1))
-    compiled = replace(cfg, compile=True)
+    compiled = replace(cfg, compile=CompileParams.every_kind(True))
     builders = {name: partial(build_model, getattr(cfg.models, name), side, 1, 10) for name in ("vit", "cnn")}
     if pk_train:
         builders["alternet"] = partial(build_alternet, params.pk_train.alternet, side, 1, 10)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -80,6 +81,8 @@ class SmallViT(nn.Module):
         depth, heads, width, mlp_ratio: the transformer's. attention: `vanilla` or `positional`.
         pool: `cls` or `gap`.
     """
+
+    KIND: ClassVar[str] = "vit"  # its switch in real.compile
 
     def __init__(self, *, image_size: int, channels: int, n_classes: int, patch: int, depth: int, heads: int,
                  width: int, mlp_ratio: int, attention: str, pool: str):
@@ -160,6 +163,8 @@ class SmallResNet(nn.Module):
     Args:
         channels, n_classes: the data's. widths: channels per stage. blocks: residual blocks per stage.
     """
+
+    KIND: ClassVar[str] = "cnn"  # its switch in real.compile
 
     def __init__(self, *, channels: int, n_classes: int, widths: Sequence[int], blocks: Sequence[int]):
         super().__init__()

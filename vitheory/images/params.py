@@ -4,7 +4,7 @@ shared by JSL-5, JSL-6, LI-5 and [PK22]."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal
 
 from vitheory.core.config import NON_NEGATIVE, OPEN_FRACTION, POSITIVE, Rule, Section, Violation, at_least, knob
@@ -87,6 +87,21 @@ class RealModels(Section):
 
 
 @dataclass(frozen=True)
+class CompileParams(Section):
+    """Per model kind (a model class's KIND), whether its training step goes through torch.compile:
+    faster where it wins, other last bits than eager (issue 52)."""
+
+    vit: bool = knob()  # SmallViT: vit, vit_positional, and pk_train's vit_gap
+    cnn: bool = knob()  # SmallResNet
+    alternet: bool = knob()  # pk_train's AlterNet
+
+    @classmethod
+    def every_kind(cls, on: bool) -> CompileParams:
+        """Every kind compiled (True) or eager (False): the benchmarks' two sides."""
+        return cls(**{f.name: on for f in fields(cls)})
+
+
+@dataclass(frozen=True)
 class RealTrainParams(Section):
     seeds: int = knob(at_least(1))
     epochs: int = knob(at_least(1))
@@ -99,7 +114,7 @@ class RealTrainParams(Section):
     hflip: bool = knob()
     permutation_seed: int = knob(NON_NEGATIVE)
     permutation_block: int = knob(at_least(1))  # side of the squares the permutation moves (1: pixels)
-    compile: bool = knob()  # the training step through torch.compile: faster, other last bits than eager
+    compile: CompileParams = knob()
     models: RealModels = knob()
 
 

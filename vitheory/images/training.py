@@ -153,9 +153,18 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int
     return {"loss": loss / len(y), "accuracy": correct / len(y)}
 
 
+def compiles(model_class: type[nn.Module], cfg: RealTrainParams) -> bool:
+    """Whether `cfg.compile` switches torch.compile on for the model kind `model_class.KIND` (a class
+    without one trains eager)."""
+    kind = getattr(model_class, "KIND", None)
+    return kind is not None and getattr(cfg.compile, kind)
+
+
 def compiled(model: nn.Module) -> Callable[..., torch.Tensor]:
     """`model`'s forward through torch.compile (inductor), one static graph per input shape (the last,
-    smaller batch of an epoch is a second one): the same bytes on a repeat, warm cache or cold."""
+    smaller batch of an epoch is a second one): the same bytes on a repeat, warm cache or cold. Dynamo
+    keys what it compiled on the forward's code and guards on shapes, not on the instance: a worker
+    compiles a model kind once and reuses it for every later seed (tests/images/test_compile.py)."""
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(INDUCTOR_CACHE.resolve()))
     return torch.compile(model, dynamic=False)
 
@@ -169,8 +178,8 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams
     `token_keep(batch) -> (B, k)` trains with sparsified tokens (the model must accept `keep`).
     `on_epoch(epoch)` returns the metrics to log after each epoch. With a `state`, training starts
     from its last saved epoch and saves after each epoch, with those metrics: a resumed run ends with
-    the same bytes as an uninterrupted one. With `cfg.compile` the training step's forward and
-    backward go through torch.compile. Raises TrainingDiverged when the loss becomes non-finite.
+    the same bytes as an uninterrupted one. Where `cfg.compile` switches it on for the model's kind,
+    the training step's forward and backward go through torch.compile. Raises TrainingDiverged when the loss becomes non-finite.
     """
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -186,7 +195,7 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams
 
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
     done = state.restore(model, optimizer, schedule, generator) if state else 0
-    forward = compiled(model) if cfg.compile else model  # shares model's parameters; evaluations stay eager
+    forward = compiled(model) if compiles(type(model), cfg) else model  # shares model's parameters; evaluations stay eager
     for epoch in tqdm(range(done + 1, epochs + 1), desc=desc, disable=not progress, mininterval=1.0,
                       initial=done, total=epochs):
         model.train()

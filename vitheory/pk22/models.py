@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -35,6 +36,8 @@ class AlterNet(nn.Module):
         stage. attention: attention blocks at the end of each stage (the first block of every later
         stage downsamples and stays a conv block). heads: attention heads.
     """
+
+    KIND: ClassVar[str] = "alternet"  # its switch in real.compile
 
     def __init__(self, *, image_size: int, channels: int, n_classes: int, widths: Sequence[int],
                  blocks: Sequence[int], attention: Sequence[int], heads: int):
