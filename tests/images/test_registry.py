@@ -27,7 +27,8 @@ def test_dvc_yaml_trains_every_registered_model_in_its_order():
 def test_the_stages_reading_every_model_depend_on_every_run(stage):
     """render and report read every train_real run's metrics (vitheory.jsl22): a run left out of their
     deps would not rerun them when it changes."""
-    expected = [f"{METRICS}{model}_{pixels}.json" for model, pixels in itertools.product(REAL_MODELS, RUNS["real_pixels"])]
+    expected = [f"{METRICS}{model}_{pixels}.json"
+                for model, pixels in itertools.product(REAL_MODELS, RUNS["real_pixels"])]
     listed = [dep for dep in PIPELINE["stages"][stage]["deps"] if dep.startswith(METRICS)]
     assert listed == expected, f"dvc.yaml stage {stage}'s deps on train_real's metrics must be, in order: {expected}"
 
