@@ -11,6 +11,7 @@ from conftest import ROOT
 from vitheory.core.checkpoint import load_checkpoint, save_checkpoint
 from vitheory.images import datasets as images
 from vitheory.images.models import SmallViT, patchify
+from vitheory.images.params import REAL_MODELS
 from vitheory.images.training import (
     FitTask,
     Normalizer,
@@ -109,6 +110,24 @@ def test_every_preset_runs_forward_and_backward_with_the_size_its_architecture_g
         tokens = (size // PRESETS[name].patch) ** 2
         assert all(f.shape == (4, tokens, PRESETS[name].width) for _, f in extras["features"])  # no class token
         assert len(extras["attention"]) == PRESETS[name].depth
+
+
+@pytest.mark.parametrize("name", REAL_MODELS)
+def test_every_registered_model_runs_forward_backward_and_one_training_step(name):
+    """Every model of the registry, a new one included: logits of the right shape, a finite gradient for
+    every parameter, and one AdamW step of `fit` (8 images, one batch) that moves every parameter."""
+    torch.manual_seed(0)
+    model = build_model(getattr(PARAMS.real.models, name), 8, 1, 10)
+    x, y = torch.randn(8, 1, 8, 8), torch.arange(8)
+    logits = model(x)
+    assert logits.shape == (8, 10)
+    torch.nn.functional.cross_entropy(logits, y).backward()
+    unreached = [k for k, p in model.named_parameters() if p.grad is None or not torch.isfinite(p.grad).all()]
+    assert not unreached, f"{name}: parameters without a finite gradient: {unreached}"
+    before = {k: p.detach().clone() for k, p in model.named_parameters()}
+    fit(model, x, y, PARAMS.real, epochs=1, seed=0, progress=False)
+    unmoved = [k for k, p in model.named_parameters() if torch.equal(p, before[k])]
+    assert not unmoved, f"{name}: parameters one optimiser step left as they were: {unmoved}"
 
 
 def test_patchify_is_row_major():

@@ -18,6 +18,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from vitheory.core.config import Section
+from vitheory.images.params import ResNetPreset, ViTPreset
+
 
 def patchify(images: torch.Tensor, patch: int) -> torch.Tensor:
     """(B, C, H, W) -> (B, (H/p)(W/p), p*p*C) patches in row-major grid order."""
@@ -191,6 +194,13 @@ class SmallResNet(nn.Module):
                 features.append(("conv", as_tokens(x)))
         logits = self.head(x.mean(dim=(2, 3)))
         return (logits, {"features": features, "attention": []}) if return_features else logits
+
+
+# the class each preset section builds (vitheory.images.params.REAL_MODELS names the models that use them)
+ARCHITECTURES: dict[type[Section], type[nn.Module]] = {
+    ViTPreset: SmallViT,
+    ResNetPreset: SmallResNet,
+}
 
 
 def residual_stages(widths: Sequence[int], blocks: Sequence[int], attention: Sequence[int] = (), image_size: int = 0,

@@ -4,7 +4,7 @@ shared by JSL-5, JSL-6, LI-5 and [PK22]."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, make_dataclass
 from typing import Literal
 
 from vitheory.core.config import NON_NEGATIVE, OPEN_FRACTION, POSITIVE, Rule, Section, Violation, at_least, knob
@@ -79,11 +79,19 @@ class ResNetPreset(Section):
             yield "blocks", list(self.blocks), f"one count per stage ({len(self.widths)} widths)"
 
 
-@dataclass(frozen=True)
-class RealModels(Section):
-    vit: ViTPreset = knob()
-    vit_positional: ViTPreset = knob()
-    cnn: ResNetPreset = knob()
+# The model registry: every model train_real trains, by name, and its preset section, whose class
+# (vitheory.images.models.ARCHITECTURES) it builds. The name is its params key real.models.<name> and
+# its runs train_real@<name>-<pixels>; dvc.yaml's runs.real_models and the render and report stages'
+# deps on its metrics follow this order (tests/images/test_registry.py). docs/LAYOUT.md, "Adding a
+# claim, a knob, a model", says how to add one.
+REAL_MODELS: dict[str, type[Section]] = {
+    "vit": ViTPreset,
+    "vit_positional": ViTPreset,
+    "cnn": ResNetPreset,
+}
+# params.yaml's real.models: one required preset per registered model, in the registry's order
+RealModels = make_dataclass("RealModels", [(name, preset, knob()) for name, preset in REAL_MODELS.items()],
+                            bases=(Section,), frozen=True, namespace={"__module__": __name__})
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ model only ever sees permuted images ([JSL22] Figure 5).
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import sys
@@ -23,14 +24,15 @@ from tqdm import tqdm
 
 from vitheory.core.artifacts import read_meta
 from vitheory.core.checkpoint import seed_folder
+from vitheory.core.config import Section
 from vitheory.core.device import seeded
 from vitheory.core.errors import TrainingDiverged
 from vitheory.core.history import log_step
 from vitheory.core.processes import worker_pool
 from vitheory.core.resume import Resume, RunState
 from vitheory.images.datasets import Images, load_prepared
-from vitheory.images.models import SmallResNet, SmallViT
-from vitheory.images.params import RealTrainParams, ResNetPreset, ViTPreset
+from vitheory.images.models import ARCHITECTURES
+from vitheory.images.params import RealTrainParams
 
 EpochLog = Callable[[int], dict[str, float]]
 # torch.compile's on-disk cache (a warm one turns a 30-56 s compile into seconds): beside the stage locks
@@ -127,14 +129,11 @@ def augment(x: torch.Tensor, shift: int, hflip: bool, generator: torch.Generator
     return x
 
 
-MODELS: dict[type, type[nn.Module]] = {ViTPreset: SmallViT, ResNetPreset: SmallResNet}
-
-
-def build_model(preset: ViTPreset | ResNetPreset, image_size: int, channels: int, n_classes: int) -> nn.Module:
-    """The model of MODELS[type(preset)] for images of this shape, the preset's fields its keywords. The
-    CNN pools globally and takes images of any size: it is not told theirs."""
-    model = MODELS[type(preset)]
-    size = {} if model is SmallResNet else {"image_size": image_size}
+def build_model(preset: Section, image_size: int, channels: int, n_classes: int) -> nn.Module:
+    """The model of ARCHITECTURES[type(preset)] for images of this shape, the preset's fields its keywords.
+    A model that pools globally (the CNN) takes images of any size and no `image_size`: it is not told theirs."""
+    model = ARCHITECTURES[type(preset)]
+    size = {"image_size": image_size} if "image_size" in inspect.signature(model).parameters else {}
     return model(**size, channels=channels, n_classes=n_classes, **asdict(preset))
 
 

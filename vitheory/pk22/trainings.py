@@ -25,7 +25,7 @@ from vitheory.pk22.params import AlterNetPreset, PKTrainParams
 
 COLUMNS = {"model": str, "fraction": float, "seed": int, "train_loss": float, "train_error": float,
            "test_loss": float, "test_error": float}
-FULL_DATA_MODELS = ("vit", "cnn")  # trained on all the images by train_real
+FULL_DATA_MODELS = ("vit", "cnn")  # train_real's (vitheory.images.params.REAL_MODELS), on all the images
 
 
 def full_data_checkpoints(name: str) -> Path:
@@ -67,7 +67,8 @@ def run_trainings(cfg: PKTrainParams, real: RealTrainParams, images_seed: int, d
         for seed in range(real.seeds):
             record(name, 1.0, seed, load_checkpoint(full_data_checkpoints(name) / seed_folder(seed), device.type),
                    everything)
-    presets = {"vit": real.models.vit, "cnn": real.models.cnn, "vit_gap": replace(real.models.vit, pool="gap")}
+    presets = {name: getattr(real.models, name) for name in FULL_DATA_MODELS} | {
+        "vit_gap": replace(real.models.vit, pool="gap")}
     shape = (data.image_size, data.channels, data.n_classes)
     builders = {name: partial(build_model, preset, *shape) for name, preset in presets.items()}
     builders["alternet"] = partial(build_alternet, cfg.alternet, *shape)
