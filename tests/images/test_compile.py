@@ -12,7 +12,7 @@ from conftest import ROOT
 from torch._dynamo.utils import counters
 
 from vitheory.core.device import seeded
-from vitheory.images.models import SmallResNet, SmallViT
+from vitheory.images.models import ARCHITECTURES
 from vitheory.images.params import CompileParams, ViTPreset
 from vitheory.images.training import INDUCTOR_CACHE, build_model, compiles, fit
 from vitheory.params import ParamsError, load_params, parse_params
@@ -28,13 +28,13 @@ def test_each_compile_switch_takes_only_true_or_false_and_says_so_in_one_line():
 
 
 def test_every_image_model_kind_has_its_switch_and_only_its_own_turns_it_on():
-    kinds = [model.KIND for model in (SmallViT, SmallResNet, AlterNet)]
+    models = [*dict.fromkeys(ARCHITECTURES.values()), AlterNet]  # train_real's registered classes and pk_train's
+    kinds = [model.KIND for model in models]
     assert sorted(kinds) == sorted(f.name for f in fields(CompileParams))
     cfg = load_params().real
     for kind in kinds:
         only = replace(cfg, compile=replace(CompileParams.every_kind(False), **{kind: True}))
-        assert [compiles(model, only) for model in (SmallViT, SmallResNet, AlterNet)] == \
-               [k == kind for k in kinds]
+        assert [compiles(model, only) for model in models] == [k == kind for k in kinds]
     assert not compiles(torch.nn.Linear, replace(cfg, compile=CompileParams.every_kind(True)))
 
 
