@@ -21,6 +21,7 @@ from vitheory.jsl22.claims import PAPER, _spatial_samples
 from vitheory.jsl22.training import TRANSFER_COLUMNS
 from vitheory.params import parse_params
 from vitheory.preset import merge
+from vitheory.report import claim_section
 
 CLAIMS = {claim.id: claim for claim in PAPER.claims}
 
@@ -332,7 +333,7 @@ def test_jsl8_is_no_claim_of_the_paper():
 def test_the_width_sweep_beside_jsl2_counts_diverged_seeds_and_shows_their_share(tmp_path):
     """Three unlike seeds, the third diverged at d_p = 128: it counts as share 0 and error 1 there, the share of
     diverged seeds and the converged seeds' mean are shown, and each seed's runs are its own; the quantities
-    sit in JSL-2's record (evaluate, as the report), its own setting only."""
+    sit in JSL-2's record (evaluate, as the report) and its REPORT.md section, its own setting only."""
     _plant(tmp_path, {"qk": _runs(0.30, 0.2)})
     _pos_dim_rows(tmp_path, {32: (0.1, 0.2, 0.3), 128: (0.9, 0.8, 0.7)}, 3, diverged={(128, 2)})
     record = evaluate(CLAIMS["JSL-2"], "JSL22", tmp_path, SETTINGS)
@@ -345,6 +346,8 @@ def test_the_width_sweep_beside_jsl2_counts_diverged_seeds_and_shows_their_share
         "pos_dim_exact_largest_minus_smallest": 1.7 / 3 - 0.2, "pos_dim_seeds_associating_more_at_largest": 2 / 3,
         "pos_dim_test_error_smallest_minus_largest": 0.25 - (0.075 + 0.1 + 1.0) / 3})
     assert record["units"]["pos_dim_seeds"] == 3
+    section = "\n".join(claim_section(record, "", SETTINGS.confidence))  # REPORT.md's section of JSL-2
+    assert "pos_dim_seeds (3)" in section and "| pos_dim_128_diverged | 0.3333 |" in section
     assert not any(name.startswith("pos_dim_") for variant in record["variants"].values()
                    for name in variant["measured"])
 
