@@ -163,7 +163,8 @@ def _jsl2_samples(root: Path) -> Samples:
 def _pos_dim_seeds(root: Path) -> list[dict[int, dict[str, Any]]]:
     """Each seed's runs at every d_p (a seed index draws its own initialisation at each width)."""
     rows = read_table(root / artifact("pos_dim_runs"), pos_dim.COLUMNS)
-    return [{row["pos_dim"]: row for row in rows if row["seed"] == seed} for seed in sorted({row["seed"] for row in rows})]
+    return [{row["pos_dim"]: row for row in rows if row["seed"] == seed}
+            for seed in sorted({row["seed"] for row in rows})]
 
 
 def _pos_dim_statistics(seeds: list[dict[int, dict[str, Any]]]) -> Measured:
