@@ -21,6 +21,7 @@ import torch
 from benchmarks import load_average
 from vitheory.core.device import seeded
 from vitheory.core.ensemble import TEST_SCREEN, hinge
+from vitheory.core.metrics import sign_error_rate, sign_mistakes
 from vitheory.li23.models import builder
 from vitheory.li23.params import PhaseParams, cell_tokens
 from vitheory.li23.phase import cells, run_grid
@@ -75,13 +76,13 @@ def plain_loop(cfg: PhaseParams, grid: str, model: str) -> tuple[list[dict], int
                     out = net(x)
                     examples += len(x)
                     if zero_test_step < 0:
-                        screened = (test.y[:TEST_SCREEN].float() * net(test.X[:TEST_SCREEN]) <= 0).sum() == 0
+                        screened = sign_mistakes(net(test.X[:TEST_SCREEN]), test.y[:TEST_SCREEN].float()).sum() == 0
                         examples += TEST_SCREEN
                         if screened:
                             examples += len(test.y)
-                            if (test.y.float() * net(test.X) <= 0).sum() == 0:
+                            if sign_mistakes(net(test.X), test.y.float()).sum() == 0:
                                 zero_test_step = step
-                if zero_error_step < 0 and (y * out <= 0).sum() == 0:
+                if zero_error_step < 0 and sign_mistakes(out, y).sum() == 0:
                     zero_error_step = step
                 if hinge(out, y).sum() == 0 or step == cfg.steps:
                     break
@@ -92,7 +93,7 @@ def plain_loop(cfg: PhaseParams, grid: str, model: str) -> tuple[list[dict], int
             optimizer.step()
             examples += 3 * cfg.batch_size  # forward + backward, counted as three forward passes
         with torch.no_grad():
-            error = (test.y.float() * net(test.X) <= 0).float().mean().item()
+            error = sign_error_rate(net(test.X), test.y.float())
         rows.append({"alpha_star": cell.alpha_star, "n_train": cell.n_train, "seed": cell.seed,
                      "test_error": error, "steps_to_zero_train_error": zero_error_step,
                      "steps_to_zero_test_error": zero_test_step})

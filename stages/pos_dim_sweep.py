@@ -1,5 +1,5 @@
 """Stage `pos_dim_sweep`: the spatial recipe's positional-attention ViT over positional widths d_p, seeds
-as one ensemble per width (JSL-8)."""
+as one ensemble per width (described beside JSL-2)."""
 
 import argparse
 

@@ -21,6 +21,7 @@ from vitheory.jsl22.claims import PAPER, _spatial_samples
 from vitheory.jsl22.training import TRANSFER_COLUMNS
 from vitheory.params import parse_params
 from vitheory.preset import merge
+from vitheory.report import claim_section
 
 CLAIMS = {claim.id: claim for claim in PAPER.claims}
 
@@ -40,6 +41,7 @@ def _plant(root, ablation):
     write_json(root / artifact("spatial_metrics"), {
         "runs": runs, "score_form": "ppt", "best_linear_error": 0.14, "chance": {"exact": 0.0, "overlap": 0.28},
         "variant": variant})
+    _pos_dim_rows(root, {32: (0.2, 0.3, 0.4), 128: (0.9, 1.0, 0.8)}, 3)  # the width sweep JSL-2 describes
 
 
 def test_the_runs_own_form_and_the_qk_variant_are_measured_from_their_own_runs(tmp_path):
@@ -220,7 +222,8 @@ def test_jsl2_measures_initial_association_against_a_nonzero_chance_and_describe
     initial = [unit | {"attn_exact": 0.12, "attn_overlap": overlap} for unit, overlap in zip(final, (0.3, 0.4, 0.35))]
     _with_vit_seeds(tmp_path, final, initial, {"exact": 0.05, "overlap": 0.28})
     record = evaluate(CLAIMS["JSL-2"], "JSL22", tmp_path, SETTINGS)
-    assert record["measured"] == pytest.approx({
+    spatial = {name: value for name, value in record["measured"].items() if not name.startswith("pos_dim_")}
+    assert spatial == pytest.approx({
         "seeds_meeting_definition": 2 / 3, "final_exact": 1.0, "final_exact_min": 0.7, "final_exact_mean": 0.9,
         "final_overlap": 0.95, "initial_exact": 0.12, "initial_overlap": 0.35, "chance_exact": 0.05,
         "chance_overlap": 0.28, "initial_exact_minus_chance": 0.07, "final_positional_exact": 0.2,
@@ -319,25 +322,65 @@ def _pos_dim_rows(root, exact_by_width, seeds, diverged=()):
     write_table(root / artifact("pos_dim_runs"), list(pos_dim.COLUMNS), rows)
 
 
-def test_jsl8_counts_a_diverged_run_as_no_association_and_error_1_and_describes_each_width(tmp_path):
-    """Three unlike seeds, the third diverged at d_p = 128: it counts as share 0 and error 1 there, each seed's
-    runs are its own, and every per-width mean and difference is described."""
+def test_jsl8_is_no_claim_of_the_paper():
+    """The width sweep is ours (the paper states no dependence on d_p): it is not counted among [JSL22]'s
+    claims and their verdicts, and no criterion of theirs reads it."""
+    assert "JSL-8" not in CLAIMS
+    assert not any(c.quantity.startswith("pos_dim_") for claim in CLAIMS.values()
+                   for c in (*claim.criteria, *claim.conditions))
+
+
+def test_the_width_sweep_beside_jsl2_counts_diverged_seeds_and_shows_their_share(tmp_path):
+    """Three unlike seeds, the third diverged at d_p = 128: it counts as share 0 and error 1 there, the share of
+    diverged seeds and the converged seeds' mean are shown, and each seed's runs are its own; the quantities
+    sit in JSL-2's record (evaluate, as the report) and its REPORT.md section, its own setting only."""
+    _plant(tmp_path, {"qk": _runs(0.30, 0.2)})
     _pos_dim_rows(tmp_path, {32: (0.1, 0.2, 0.3), 128: (0.9, 0.8, 0.7)}, 3, diverged={(128, 2)})
-    assert CLAIMS["JSL-8"].measure(tmp_path) == pytest.approx({
-        "exact_at_32": 0.2, "test_error_at_32": 0.25, "diverged_at_32": 0.0,
-        "exact_at_128": 1.7 / 3, "test_error_at_128": (0.075 + 0.1 + 1.0) / 3, "diverged_at_128": 1 / 3,
-        "exact_largest_minus_smallest_pos_dim": 1.7 / 3 - 0.2,
-        "test_error_smallest_minus_largest_pos_dim": 0.25 - (0.075 + 0.1 + 1.0) / 3})
+    record = evaluate(CLAIMS["JSL-2"], "JSL22", tmp_path, SETTINGS)
+    described = {name: value for name, value in record["measured"].items() if name.startswith("pos_dim_")}
+    assert described == pytest.approx({
+        "pos_dim_32_exact": 0.2, "pos_dim_32_test_error": 0.25, "pos_dim_32_diverged": 0.0,
+        "pos_dim_32_exact_converged": 0.2,
+        "pos_dim_128_exact": 1.7 / 3, "pos_dim_128_test_error": (0.075 + 0.1 + 1.0) / 3, "pos_dim_128_diverged": 1 / 3,
+        "pos_dim_128_exact_converged": 0.85,
+        "pos_dim_exact_largest_minus_smallest": 1.7 / 3 - 0.2, "pos_dim_seeds_associating_more_at_largest": 2 / 3,
+        "pos_dim_test_error_smallest_minus_largest": 0.25 - (0.075 + 0.1 + 1.0) / 3})
+    assert record["units"]["pos_dim_seeds"] == 3
+    section = "\n".join(claim_section(record, "", SETTINGS.confidence))  # REPORT.md's section of JSL-2
+    assert "pos_dim_seeds (3)" in section and "| pos_dim_128_diverged | 0.3333 |" in section
+    assert not any(name.startswith("pos_dim_") for variant in record["variants"].values()
+                   for name in variant["measured"])
 
 
-def test_jsl8_compares_the_largest_width_with_the_smallest_of_three(tmp_path):
-    """pos_dim_sweep.pos_dims may hold more than two widths: 8 seeds associate at d_p = 128 and not at 16 (JSL-8
-    holds), while the middle width 32 associates least and must not stand in for the largest."""
+def test_a_width_whose_every_seed_diverged_has_no_converged_mean(tmp_path):
+    _plant(tmp_path, {"qk": _runs(0.30, 0.2)})
+    _pos_dim_rows(tmp_path, {32: (0.1, 0.2), 128: (0.9, 0.8)}, 2, diverged={(32, 0), (32, 1)})
+    measured = evaluate(CLAIMS["JSL-2"], "JSL22", tmp_path, SETTINGS)["measured"]
+    width_32 = ("pos_dim_32_diverged", "pos_dim_32_exact", "pos_dim_32_test_error")
+    assert [measured[name] for name in width_32] == [1, 0, 1]
+    assert measured["pos_dim_32_exact_converged"] is None
+
+
+def test_the_width_sweep_decides_nothing_of_jsl2(tmp_path):
+    """JSL-2's criteria and verdict are the same whichever way the sweep goes: it is described, not judged."""
+    _plant(tmp_path, {"qk": _runs(0.30, 0.2)})
+    records = []
+    for narrow, wide in ((0.1, 0.95), (0.95, 0.1)):
+        _pos_dim_rows(tmp_path, {32: [narrow] * 3, 128: [wide] * 3}, 3)
+        records.append(evaluate(CLAIMS["JSL-2"], "JSL22", tmp_path, SETTINGS))
+    assert [r["measured"]["pos_dim_exact_largest_minus_smallest"] for r in records] == pytest.approx([0.85, -0.85])
+    assert records[0]["criteria"] == records[1]["criteria"] and records[0]["verdict"] == records[1]["verdict"]
+
+
+def test_the_width_sweep_compares_the_largest_width_with_the_smallest_of_three(tmp_path):
+    """pos_dim_sweep.pos_dims may hold more than two widths: 8 seeds associate at d_p = 128 and not at 16, while
+    the middle width 32 associates least and must not stand in for the largest."""
+    _plant(tmp_path, {"qk": _runs(0.30, 0.2)})
     _pos_dim_rows(tmp_path, {width: [share + wiggle(seed, k, 0.01) for seed in range(SEEDS)]
                              for k, (width, share) in enumerate(((16, 0.3), (32, 0.1), (128, 0.95)))}, SEEDS)
-    record = evaluate(CLAIMS["JSL-8"], "JSL22", tmp_path, SETTINGS)
-    assert record["measured"]["exact_largest_minus_smallest_pos_dim"] == pytest.approx(0.65, abs=0.02)
-    assert record["verdict"] == HOLDS
+    measured = evaluate(CLAIMS["JSL-2"], "JSL22", tmp_path, SETTINGS)["measured"]
+    assert measured["pos_dim_exact_largest_minus_smallest"] == pytest.approx(0.65, abs=0.02)
+    assert measured["pos_dim_seeds_associating_more_at_largest"] == 1.0
 
 
 def test_regimes_state_the_runs_settings_and_which_scores_and_permutation_it_ran(default_params):
@@ -353,7 +396,8 @@ def test_regimes_state_the_runs_settings_and_which_scores_and_permutation_it_ran
                for form, lr in zip(spatial.ablation, spatial.ablation_lr_mixing))
     assert f"n in {list(default_params.transfer.n_train)}, " in CLAIMS["JSL-4"].regime(default_params)
     assert f"d_p = {default_params.handbuilt.pos_dim} (seed" in CLAIMS["JSL-7"].regime(default_params)
-    assert f"d_p in {list(default_params.pos_dim_sweep.pos_dims)}, " in CLAIMS["JSL-8"].regime(default_params)
+    assert f"d_p in {list(default_params.pos_dim_sweep.pos_dims)} at D = {data.n_patches}" in \
+        CLAIMS["JSL-2"].regime(default_params)
     patch = default_params.real.models.vit.patch
     assert (default_params.control.vit.scores, default_params.real.permutation_block) == ("positions", 1) and patch > 1
     other = parse_params(merge(yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text()),

@@ -13,6 +13,8 @@ from vitheory.core.ensemble import Ensemble, SGDConfig, Stacked, train_ensemble
 from vitheory.core.errors import TrainingDiverged
 from vitheory.jsl22 import data as spatial
 from vitheory.jsl22.models import MultiHeadViT, PatchGLM, PositionalViT
+from vitheory.jsl22.params import PosDimSweepParams
+from vitheory.jsl22.pos_dim import sweep
 from vitheory.jsl22.training import samples_needed, train_positional
 from vitheory.params import load_params
 
@@ -249,3 +251,19 @@ def test_association_emerges_at_the_default_setting():
     for metrics in trained.metrics:
         assert metrics["pos_exact"] >= 0.8
         assert metrics["error_rate"] <= 0.05
+
+
+def test_a_seed_the_width_sweep_sees_diverge_is_a_diverged_row_that_errs_on_every_example():
+    """pos_dim_sweep at a mixing rate no width survives (1e4 on P, a large readout): every seed stops where its
+    loss turned non-finite, a row with diverged = 1, and its non-finite outputs count as errors (before issue
+    53 a NaN output counted as right)."""
+    small = replace(DATA, n_patches=16, set_size=4, dim=8, n_train=32, n_test=64)
+    generator = torch.Generator().manual_seed(0)
+    sets = spatial.partition(small.n_patches, small.set_size, "blocks", generator)
+    w_star = torch.nn.functional.normalize(torch.randn(small.dim, generator=generator), dim=0)
+    train, test = (spatial.sample(n, small, sets, w_star, generator) for n in (small.n_train, small.n_test))
+    recipe = replace(PARAMS.spatial, steps=30, lr_mixing=1e4, vit=replace(PARAMS.spatial.vit, readout_init_std=30.0))
+    rows = sweep(PosDimSweepParams(pos_dims=(4, 16), seeds=3), recipe, (train.X, train.y), (test.X, test.y), sets,
+                 torch.device("cpu"))
+    assert [(row["pos_dim"], row["diverged"], row["error_rate"]) for row in rows] == \
+        [(width, 1, 1.0) for width in (4, 16) for _ in range(3)]

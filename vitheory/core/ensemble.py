@@ -23,6 +23,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from tqdm import tqdm
 
 from vitheory.core.errors import TrainingDiverged
+from vitheory.core.metrics import sign_mistakes
 
 
 class Ensemble:
@@ -138,7 +139,7 @@ def loss_and_error(ensemble: Ensemble, X: torch.Tensor, y: torch.Tensor, n: torc
     valid = _valid_rows(y, n)
     count = valid.sum(1)
     mean_loss = LOSSES[loss](out, y).where(valid, 0).sum(1) / count
-    error = (y * out <= 0).where(valid, False).sum(1) / count
+    error = sign_mistakes(out, y).where(valid, False).sum(1) / count
     return mean_loss, error
 
 

@@ -28,6 +28,7 @@ from vitheory.core.config import Section
 from vitheory.core.device import seeded
 from vitheory.core.errors import TrainingDiverged
 from vitheory.core.history import log_step
+from vitheory.core.metrics import class_mistakes
 from vitheory.core.processes import worker_pool
 from vitheory.core.resume import Resume, RunState
 from vitheory.images.datasets import Images, load_prepared
@@ -143,13 +144,13 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int
     """Cross-entropy and accuracy of `model` on normalised images x; `forward` keywords are sliced
     with the batch (e.g. keep=...)."""
     model.eval()
-    loss, correct = 0.0, 0
+    loss, mistakes = 0.0, 0
     for start in range(0, len(y), batch_size):
         part = slice(start, start + batch_size)
         logits = model(x[part], **{k: v[part] for k, v in forward.items()})
         loss += F.cross_entropy(logits, y[part], reduction="sum").item()
-        correct += (logits.argmax(-1) == y[part]).sum().item()
-    return {"loss": loss / len(y), "accuracy": correct / len(y)}
+        mistakes += class_mistakes(logits, y[part]).sum().item()
+    return {"loss": loss / len(y), "accuracy": (len(y) - mistakes) / len(y)}
 
 
 def compiles(model_class: type[nn.Module], cfg: RealTrainParams) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import torch
 
+from vitheory.core.metrics import sign_mistakes
 from vitheory.jsl22.data import association, partition, set_of_patch
 from vitheory.jsl22.models import PositionalViT
 
@@ -82,7 +83,7 @@ def measure(model: PositionalViT, X: torch.Tensor, y: torch.Tensor, sets: torch.
     """Errors (sign of M(X) against y; 0 counts as an error) on a test set, and Definition 2.2 on P P^T and
     on the attention map the model uses."""
     out, attn = model(X.float(), return_attention=True)
-    errors = int((out * y.float() <= 0).sum())
+    errors = int(sign_mistakes(out, y.float()).sum())
     positional, attended = association(model.P @ model.P.T, sets), association(attn, sets)
     return {"errors": errors, "examples": len(y), "pos_exact": positional["exact"],
             "attn_exact": attended["exact"], "own_set_mass": float((attn * set_blocks(sets)).sum(1).mean())}

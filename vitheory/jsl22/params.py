@@ -144,7 +144,8 @@ class HandbuiltParams(Section):
 
 @dataclass(frozen=True)
 class PosDimSweepParams(Section):
-    """The spatial recipe's ViT over positional widths d_p (JSL-8), its seeds trained as one ensemble."""
+    """The spatial recipe's ViT over positional widths d_p (described beside JSL-2), its seeds trained as one
+    ensemble."""
 
     pos_dims: tuple[int, ...] = knob(at_least(1))
     seeds: int = knob(at_least(1))

@@ -1,4 +1,5 @@
-"""[JSL22] JSL-8: the positional-attention ViT of the spatial recipe over positional widths d_p.
+"""[JSL22] the positional-attention ViT of the spatial recipe over positional widths d_p, described beside JSL-2
+(vitheory.jsl22.claims): not a claim of the paper, which states no dependence on d_p.
 
 docs/JSL22.md's prototypes: the diagonal |p_i|^2 of P P^T, which lets each patch attend a little to
 itself and so to its own set, stands out of the off-diagonal noise by sqrt(d_p); at D = 64 patches,
@@ -25,7 +26,8 @@ def sweep(cfg: PosDimSweepParams, recipe: Any, train, test, sets: torch.Tensor, 
     """One row per (d_p, seed): the ViT of `recipe` (params.yaml `spatial`: its vit, steps, rates) with
     positional width d_p, every seed of one width trained as one ensemble, each from the initialisation its
     seed draws. A seed whose loss diverges stops there (at d_p = 16, lr 50 on P diverged one seed in six)
-    and is a row with diverged = 1: it did not learn, and JSL-8 counts it so."""
+    and is a row with diverged = 1: it did not learn, and the report counts it so (no association, error 1)
+    and shows each width's share of diverged seeds."""
     rows = []
     X_test, y_test = test[0].to(device), test[1].to(device)
     for pos_dim in cfg.pos_dims:

@@ -23,6 +23,7 @@ from vitheory.core.checkpoint import seed_folder
 from vitheory.core.device import seeded
 from vitheory.core.ensemble import Ensemble, SGDConfig, Stacked, loss_and_error, train_ensemble
 from vitheory.core.history import History, log_step
+from vitheory.core.metrics import sign_error_rate
 from vitheory.jsl22.data import SPLIT_TENSORS, association, orthogonal_feature, sample
 from vitheory.jsl22.models import MultiHeadViT, PatchGLM, PositionalViT
 from vitheory.jsl22.params import (
@@ -208,12 +209,12 @@ def train_control(cfg: ControlParams, train, test, sets: torch.Tensor, device: t
 @torch.no_grad()
 def training_errors(models: Sequence[nn.Module], X: torch.Tensor, y: torch.Tensor) -> list[float]:
     """The 0-1 error of each model on its training set."""
-    return [(model(X) * y.float() <= 0).float().mean().item() for model in models]
+    return [sign_error_rate(model(X), y.float()) for model in models]
 
 
 def best_linear_error(X: torch.Tensor, y: torch.Tensor, feature: torch.Tensor) -> float:
     """Error of sign(sum_j <w*, X_j>), the linear model that knows w* (the noise is orthogonal to it)."""
-    return ((X @ feature).sum(dim=1) * y.float() <= 0).float().mean().item()
+    return sign_error_rate((X @ feature).sum(dim=1), y.float())
 
 
 def downstream_data(cfg: TransferParams, data: SpatialDataParams, structure: dict[str, torch.Tensor]

@@ -10,6 +10,7 @@ import torch
 
 from vitheory.core.device import seeded
 from vitheory.core.ensemble import Ensemble, SGDConfig, Stacked, hinge, train_ensemble
+from vitheory.core.metrics import sign_error_rate
 from vitheory.li23.models import ShallowViT, builder
 from vitheory.li23.params import LiTokensParams, LiVitTrainParams
 from vitheory.li23.tokens import KIND_NAMES, RELEVANT, TokenData
@@ -56,7 +57,7 @@ def evaluate(ensemble: Ensemble, data: TokenData, *, with_attention: bool = Fals
     found = []
     for i in range(members):
         # "error_rate", not "error": DVC takes a truthy metric named "error" for a failure to load
-        metrics = {"loss": hinge(out[i], y[i]).mean().item(), "error_rate": (y[i] * out[i] <= 0).float().mean().item()}
+        metrics = {"loss": hinge(out[i], y[i]).mean().item(), "error_rate": sign_error_rate(out[i], y[i])}
         if with_attention:
             metrics |= attention_masses(attn[i], data.kind.to(device))
         found.append(metrics)

@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from vitheory.core.errors import ParamsError
+from vitheory.core.metrics import class_mistakes
 from vitheory.pk22.params import PKParams
 
 COLUMNS = {"model": str, "seed": int, "normalisation": str, "frequency": float, "clean_accuracy": float,
@@ -63,7 +64,7 @@ def sign_band_noise(shape: tuple[int, ...], frequency: float, bandwidth: float, 
 @torch.no_grad()
 def noisy_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, noise: torch.Tensor) -> float:
     model.eval()
-    return float((model(x + noise).argmax(-1) == y).float().mean())
+    return float((~class_mistakes(model(x + noise), y)).float().mean())
 
 
 def noise_rows(name: str, seed: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: PKParams) -> list[tuple]:
