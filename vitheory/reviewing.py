@@ -154,20 +154,36 @@ def stage_times(root: Path) -> str | None:
                 latest[record["stage"]] = record
     if not latest:
         return None
-    lines = ["| stage | seconds | finished (UTC) |", "| --- | ---: | --- |"]
-    lines += [f"| `{stage}` | {record['seconds']:,.1f} | {record['finished']} |"
+    lines = ["| stage | seconds | load average: start / mean / max | finished (UTC) |", "| --- | ---: | --- | --- |"]
+    lines += [f"| `{stage}` | {record['seconds']:,.1f} | {_load(record)} | {record['finished']} |"
               for stage, record in sorted(latest.items(), key=lambda item: item[1]["finished"])]
     total = sum(record["seconds"] for record in latest.values())
     cores = {record.get("cores") for record in latest.values()}
-    lines.append(f"| **all {len(latest)} stage runs** | **{total:,.1f}** | on {', '.join(map(str, cores))} cores |")
+    bounds = sum(not _idle(record) for record in latest.values())
+    lines.append(f"| **all {len(latest)} stage runs** | **{total:,.1f}** | {bounds} of them upper bounds "
+                 f"| on {', '.join(map(str, cores))} cores |")
     return "\n".join(lines) + "\n"
+
+
+def _idle(record: dict) -> bool:
+    """Whether a stage ran on otherwise idle cores: its mean sampled load at most the cores, which its own
+    workers fill. A time logged without its load is not known to be idle."""
+    return "load" in record and record["load"]["mean"] <= record["cores"]
+
+
+def _load(record: dict) -> str:
+    if "load" not in record:
+        return "not recorded: an upper bound"
+    load = record["load"]
+    shown = f"{load['start']:.2f} / {load['mean']:.2f} / {load['max']:.2f}"
+    return shown if _idle(record) else f"{shown}, loaded: an upper bound"
 
 
 def logged_seconds(guide_text: str) -> dict[str, float]:
     """Each stage's seconds in the guide's stage-times table (the run it records), by stage name."""
     rows = (line.split(" | ") for line in blocks(guide_text).get("stage-times", "").splitlines())
     return {row[0].strip("| `"): float(row[1].replace(",", "")) for row in rows
-            if len(row) == 3 and row[0].startswith("| `")}
+            if len(row) == 4 and row[0].startswith("| `")}
 
 
 def blocks(text: str) -> dict[str, str]:

@@ -9,11 +9,12 @@ import json
 import os
 import shlex
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-
 from typing import Any
 
 from vitheory.core.config import ParamsView, read_params_file, view
@@ -23,6 +24,7 @@ from vitheory.core.processes import stage_lock
 
 PARAMS_FILE = Path("params.yaml")
 TIMINGS = Path("reports/timings")
+LOAD_SAMPLE_SECONDS = 10  # how often a running stage samples the machine's load for its timing record
 # what a user can fix in the machine rather than in the project: said in one line, not a traceback
 ENVIRONMENT_FAULTS = {errno.ENOSPC: "free some space", errno.EDQUOT: "free some space or raise the quota",
                       errno.EACCES: "make it writable", errno.EPERM: "make it writable",
@@ -46,7 +48,7 @@ def run_stage(main: Callable[[ParamsView, argparse.Namespace], None], parser: ar
     start = time.perf_counter()
     name, entry = _stage_entry(Path(sys.argv[0]).stem, sys.argv[1:])
     try:
-        with stage_lock(name, outputs(entry)[0] if entry else "its outputs"):
+        with stage_lock(name, outputs(entry)[0] if entry else "its outputs"), sampled_load() as loads:
             main(_params(declared, entry, name), args)
     except VitheoryError as err:
         _fail(str(err))
@@ -55,7 +57,27 @@ def run_stage(main: Callable[[ParamsView, argparse.Namespace], None], parser: ar
             raise
         _fail(f"cannot write {err.filename or 'an output'}: {err.strerror}; {ENVIRONMENT_FAULTS[err.errno]} "
               f"and rerun (nothing half-written was left)")
-    log_timing(Path(sys.argv[0]).stem, name, time.perf_counter() - start)
+    log_timing(Path(sys.argv[0]).stem, name, time.perf_counter() - start, loads)
+
+
+@contextmanager
+def sampled_load() -> Iterator[list[float]]:
+    """The machine's 1-minute load average, sampled as the block starts and every LOAD_SAMPLE_SECONDS
+    while it runs: a stage's time is a cost only when nothing else loaded its cores."""
+    samples = [os.getloadavg()[0]]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(LOAD_SAMPLE_SECONDS):
+            samples.append(os.getloadavg()[0])
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield samples
+    finally:
+        stop.set()
+        sampler.join()
 
 
 def _fail(message: str) -> None:
@@ -91,12 +113,15 @@ def _listed(entry: dict[str, Any] | None, declared: Mapping[str, Any]) -> list[s
     return list(declared) if any(isinstance(key, dict) for key in keys) else list(keys)
 
 
-def log_timing(script: str, stage: str, seconds: float) -> None:
-    """Append the run's wall-clock time to reports/timings/<script>.jsonl under dvc.yaml's name of the
-    stage (`train_real@cnn-natural`): git-ignored and no DVC output, so that tracked outputs hold no
+def log_timing(script: str, stage: str, seconds: float, loads: list[float]) -> None:
+    """Append the run's wall-clock time, with the load average sampled while it ran (`loads`: at its
+    start, then every LOAD_SAMPLE_SECONDS), to reports/timings/<script>.jsonl under dvc.yaml's name of
+    the stage (`train_real@cnn-natural`): git-ignored and no DVC output, so that tracked outputs hold no
     wall-clock value and stay byte-identical from run to run; the reviewer's guide reads it."""
     TIMINGS.mkdir(parents=True, exist_ok=True)
     record = {"finished": datetime.now(UTC).isoformat(timespec="seconds"), "seconds": round(seconds, 1),
-              "stage": stage, "cores": os.cpu_count()}
+              "stage": stage, "cores": os.cpu_count(),
+              "load": {"start": round(loads[0], 2), "mean": round(sum(loads) / len(loads), 2),
+                       "max": round(max(loads), 2)}}
     with open(TIMINGS / f"{script}.jsonl", "a") as handle:
         handle.write(json.dumps(record) + "\n")
