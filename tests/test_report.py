@@ -35,15 +35,15 @@ def test_the_verdict_table_names_each_claims_regime():
     params = load_params()
     assert regime_label(params) == f"cluttered digits, 8 x 8 ViT tokens, {params.real.seeds} seeds"  # the default regime
     record = {"paper": "PK22", "id": "PK-1", "verdict": "holds", "variants": {}, "measured": {"x": 1.0},
-              "criteria": {"x > 0": {"interval": (0.5, 1.5), "threshold": "> 0", "source": "paper: the sign",
-                                     "margin": 1.0}}}
+              "criteria": {"x > 0": {"quantity": "x", "interval": (0.5, 1.5), "threshold": "> 0",
+                                     "source": "paper: the sign", "margin": 1.0}}}
     table = claims_table([record], {"PK-1": regime_label(params)})
     assert table[0].split(" | ")[7] == "regime"
     assert table[2].split(" | ")[7] == regime_label(params)
 
 
-def _check(margin, interval):
-    return {"interval": interval, "threshold": "> 0", "source": "paper: the sign", "margin": margin}
+def _check(margin, interval, quantity="x"):
+    return {"quantity": quantity, "interval": interval, "threshold": "> 0", "source": "paper: the sign", "margin": margin}
 
 
 def test_a_criterion_is_marked_when_a_move_within_verifys_tolerance_can_flip_it():
@@ -57,7 +57,7 @@ def test_a_criterion_is_marked_when_a_move_within_verifys_tolerance_can_flip_it(
     assert not within_spread(_check(-2.0, (-2.5, -1.5)))  # does not hold, by 1.5 to spare
     assert not within_spread(_check(None, (None, None)))  # unmeasured: inconclusive on any machine
     record = {"paper": "PK22", "id": "PK-1", "verdict": "holds", "variants": {}, "measured": {"x": 0.8, "y": 1.2},
-              "criteria": {"x > 0": _check(0.8, (0.3, 1.3)), "y > 0": _check(1.2, (0.7, 1.7))}}
+              "criteria": {"x > 0": _check(0.8, (0.3, 1.3)), "y > 0": _check(1.2, (0.7, 1.7), "y")}}
     margins = claims_table([record], {"PK-1": "synthetic"})[2].split(" | ")[5]
     assert margins == f"0.8{SPREAD_MARK}<br>1.2"
 
