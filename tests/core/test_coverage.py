@@ -7,14 +7,16 @@ arithmetic mean of skewed units, a three-unit percentile bootstrap) must find th
 
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, SYNTHETIC, Claim, Criterion, decide, intervals, seeds_needed
-from vitheory.core.intervals import (LOG, MEAN, MEDIAN, PAIRED, SHARE, STEP, Interval, IntervalSettings, clopper_pearson,
-                                     order_statistic_ranks, sign_flip_p_values, smallest_decisive_units)
+from vitheory.core.intervals import (LOG, MEAN, MEDIAN, METHODS, PAIRED, SHARE, STEP, Interval, IntervalSettings,
+                                     clopper_pearson, order_statistic_ranks, sign_flip_p_values,
+                                     smallest_decisive_units)
 
 TRIALS = 2000
 SETTINGS = IntervalSettings(confidence=0.95, bootstrap=200, seed=0)
@@ -204,10 +206,22 @@ def test_five_seeds_cannot_decide_a_paired_direction_and_six_can():
 
 def test_a_paired_test_beyond_sixteen_seeds_draws_its_signs_reproducibly():
     samples = {"a": list(np.random.default_rng(3).normal(0.3, 1.0, 24))}
-    first = intervals(PAIRED_CLAIM, samples, SETTINGS)["effect"].p_values
+    found = intervals(PAIRED_CLAIM, samples, SETTINGS)["effect"]
+    first = found.p_values
     assert first == intervals(PAIRED_CLAIM, samples, SETTINGS)["effect"].p_values
+    assert found.exact is False and intervals(PAIRED_CLAIM, {"a": samples["a"][:16]}, SETTINGS)["effect"].exact
     t_p = stats.ttest_1samp(samples["a"], 0.0, alternative="greater").pvalue
     assert first[0] == pytest.approx(t_p, abs=0.02)  # the permutation and t tests agree for normal units
+
+
+def test_each_kind_takes_its_interval_from_the_table_of_methods(monkeypatch):
+    """`intervals` asks METHODS alone: a row replaced is the interval its kind's quantities get; every row
+    names its method, what it is for and what it assumes."""
+    planted = Interval(-1.0, 1.0, 0.5, {})
+    monkeypatch.setitem(METHODS, MEAN, replace(METHODS[MEAN], interval=lambda criterion, measurement: planted))
+    assert intervals(MEAN_CLAIM, {"a": [1.0, 2.0]}, SETTINGS)["effect"] is planted
+    assert intervals(PAIRED_CLAIM, {"a": [1.0, 2.0]}, SETTINGS)["effect"] is not planted
+    assert all(method.name and method.description and method.assumptions for method in METHODS.values())
 
 
 def test_the_harness_finds_a_three_unit_percentile_bootstrap_short():

@@ -4,6 +4,7 @@ paired direction decided by its exact test; "does not hold" from the whole inter
 effect of interest."""
 
 import statistics
+from dataclasses import replace
 
 import pytest
 from verdict_tables import SETTINGS
@@ -228,6 +229,12 @@ def test_a_value_within_rounding_of_the_threshold_counts_as_on_it():
 def test_an_interval_reaching_exactly_the_smallest_effect_is_negligible():
     c = _ours("effect", ">", 0.0, smallest_effect=0.05, smallest_effect_source="ours: negligible here")
     assert c.negligible((-0.05, 0.05)) and not c.negligible((-0.05, 0.06)) and not c.negligible((-0.06, 0.05))
+
+
+def test_a_claim_says_whether_its_data_are_synthetic_or_real():
+    claim = _claim([_ours("effect", ">", 0.0)], _seeds(effect=ABOVE))
+    with pytest.raises(ValueError, match="RULE: data 'images' is neither 'synthetic' nor 'real'"):
+        replace(claim, data="images")
 
 
 def test_a_quantity_declared_as_two_kinds_is_refused_and_two_quantities_of_two_kinds_are_not():
