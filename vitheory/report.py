@@ -206,7 +206,8 @@ def verdicts(records: list[dict[str, Any]]) -> dict[str, str]:
 
 def deciding_numbers(records: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
     """Each claim's measured value of every quantity a criterion decides on, as a metrics file."""
-    return {record["id"]: {check["quantity"]: record["measured"][check["quantity"]] for check in record["criteria"].values()}
+    return {record["id"]: {check["quantity"]: record["measured"][check["quantity"]]
+                           for check in record["criteria"].values()}
             for record in records}
 
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, SYNTHETIC, Claim, Criterion, decide, intervals, seeds_needed
+from vitheory.core.claims import (FAILS, HOLDS, INCONCLUSIVE, SYNTHETIC, Claim, Criterion, decide, intervals,
+                                  seeds_needed)
 from vitheory.core.intervals import (LOG, MEAN, MEDIAN, METHODS, PAIRED, SHARE, STEP, Interval, IntervalSettings,
                                      clopper_pearson, order_statistic_ranks, sign_flip_p_values,
                                      smallest_decisive_units)
@@ -30,7 +31,8 @@ UNIT_COUNTS = (5, 8, 20)
 
 def _claim(statistics, kind, threshold=0.0, op=">", **declared) -> Claim:
     return Claim(id="T", statement="", metric="", evidence=(), samples=lambda root: {}, statistics=statistics,
-                 regime=lambda params: "", data=SYNTHETIC, criteria=(Criterion("effect", op, threshold, "ours: a test", kind, **declared),))
+                 regime=lambda params: "", data=SYNTHETIC,
+                 criteria=(Criterion("effect", op, threshold, "ours: a test", kind, **declared),))
 
 
 def _mean(samples):

@@ -9,7 +9,8 @@ from dataclasses import replace
 import pytest
 from verdict_tables import SETTINGS
 
-from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, SYNTHETIC, Claim, Criterion, Variant, claim_verdict, evaluate
+from vitheory.core.claims import (FAILS, HOLDS, INCONCLUSIVE, SYNTHETIC, Claim, Criterion, Variant, claim_verdict,
+                                  evaluate)
 from vitheory.core.intervals import MEAN, PAIRED, SHARE, STEP, IntervalSettings
 from vitheory.core.paths import artifact
 
@@ -170,7 +171,8 @@ def test_a_share_is_recorded_with_its_exact_method_and_an_unmeasured_one_with_no
     def judged(value):
         return evaluate(Claim(id="SHARE", statement="", metric="", criteria=(share,), evidence=(),
                               samples=lambda root: _seeds(reached=ON), statistics=lambda samples: {"reached": value},
-                              regime=lambda params: "", data=SYNTHETIC), "TEST", tmp_path, SETTINGS)["criteria"]["reached >= 0.5"]
+                              regime=lambda params: "", data=SYNTHETIC),
+                        "TEST", tmp_path, SETTINGS)["criteria"]["reached >= 0.5"]
 
     measured = judged(7 / 8)
     assert (measured["method"], measured["coverage"], measured["units"]) == ("Clopper-Pearson", 0.95, {"seeds": 8})

@@ -301,8 +301,8 @@ def evaluate(claim: Claim, paper: str, root: Path, cfg: IntervalSettings) -> dic
     """The claim's record for claims.json: every measured quantity; each criterion's and condition's
     quantity, threshold and its source, kind and interval method, interval and its coverage, the units it
     rests on, Student-t's degrees of freedom, a paired test's p-values, margin, verdict and, when
-    inconclusive, the seeds its test would need; the claim's verdict; the same under each variant setting; evidence relative
-    to the report's folder, where it is linked from."""
+    inconclusive, the seeds its test would need; the claim's verdict; the same under each variant setting;
+    evidence relative to the report's folder, where it is linked from."""
     judged = _judge(claim, claim.samples(root), cfg)
     report_folder = artifact("report").parent
     return {
