@@ -31,6 +31,8 @@ MODULES = {
     # (for the interval and verdict code) the verdict rule and the coverage tests
     "vitheory/core/claims.py": ["tests/core/test_verdict_rule.py", "tests/core/test_coverage.py",
                                 "tests/*/test_verdict_table.py", "tests/*/test_*claims*.py"],
+    "vitheory/core/intervals.py": ["tests/core/test_verdict_rule.py", "tests/core/test_coverage.py",
+                                   "tests/*/test_verdict_table.py", "tests/*/test_*claims*.py"],
     # tests/test_report.py says every claim's regime, which the report stage calls for each claim
     "vitheory/li23/claims.py": ["tests/li23/test_claims.py", "tests/li23/test_verdict_table.py",
                                 "tests/images/test_cluttered.py", "tests/test_report.py"],

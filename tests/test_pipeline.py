@@ -364,7 +364,7 @@ def test_verify_against_a_revision_agrees_and_catches_a_planted_difference(repo)
     stored = json.loads(original)
     record = stored["claims"][0]
     criterion, check = next(iter(record["criteria"].items()))
-    quantity = criterion.split()[0]
+    quantity = check["quantity"]
     low, high = check["interval"]
     record["measured"][quantity] += 10 * (1 + abs(high - low))
     path.write_text(json.dumps(stored))
@@ -751,7 +751,8 @@ SECTIONS = {"toy": ToyParams}
 from pathlib import Path
 
 from vitheory.core.artifacts import read_table
-from vitheory.core.claims import MEAN, Claim, Criterion, Paper
+from vitheory.core.claims import SYNTHETIC, Claim, Criterion, Paper
+from vitheory.core.intervals import MEAN
 from vitheory.core.paths import artifact
 
 
@@ -764,7 +765,7 @@ PAPER = Paper(key="TOY", citation="A toy paper.", claims=(Claim(
     criteria=(Criterion("mean_value", ">", 0.0, "paper: the toy theorem; the direction", MEAN),),
     evidence=(artifact("toy_runs"),), samples=_samples,
     statistics=lambda samples: {"mean_value": sum(unit["value"] for unit in samples["toy"]) / len(samples["toy"])},
-    regime=lambda params: f"{params.toy.seeds} seeds."),))
+    regime=lambda params: f"{params.toy.seeds} seeds.", data=SYNTHETIC),))
 ''',
     "vitheory/toy/package.py": '''"""The toy paper in the paper table."""
 

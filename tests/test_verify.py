@@ -145,3 +145,15 @@ def test_dvc_status_is_said_in_words_not_as_a_python_repr():
     said = _in_words(entries)
     assert said == "changed deps: params.yaml (modified); changed outs: data/a (deleted); always changed"
     assert "{" not in said and "'" not in said
+
+
+def test_the_table_and_a_rerun_comparison_take_each_quantity_from_its_check_not_its_label():
+    """A label that does not begin with its quantity still names the right number, here and against
+    another revision's record."""
+    check = {"quantity": "gain", "threshold": "> 0", "interval": [0.1, 0.3]}
+    record = {"id": "T-1", "verdict": "holds", "measured": {"gain": 0.2}, "criteria": {"> 0, measured as gain": check}}
+    other = {**record, "measured": {"gain": 5.0}}
+    assert verify.disagreements(record, other, "main") == [
+        "T-1: gain = 0.2 here, 5 at main: differs by 4.8, beyond the tolerance 0.1"]
+    assert verify.disagreements(record, record, "main") == []
+    assert "gain = 0.2 [0.1, 0.3] (> 0)" in verify._table([{"claim": "T-1", "record": record, "agrees": True}])

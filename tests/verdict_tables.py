@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 
-from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, IntervalSettings, Paper, claim_verdict, evaluate
+from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, Paper, claim_verdict, evaluate
+from vitheory.core.intervals import IntervalSettings
 
 # ours: 8 seeds, so that every kind can decide both ways: a paired sign-flip test's smallest one-sided p is
 # 1/2^8 < 2.5% (at 5 seeds 1/32 is not), and a Clopper-Pearson share of 8 settles against 0.5 at 0/8 and 8/8
 SEEDS = 8
 # the report's confidence; 100 resamples (params.yaml's least) keep a step statistic's bootstrap fast
-SETTINGS = IntervalSettings(confidence=0.95, resamples=100, seed=0)
+SETTINGS = IntervalSettings(confidence=0.95, bootstrap=100, seed=0)
 OUTCOMES = (HOLDS, FAILS, INCONCLUSIVE)
 
 
@@ -67,7 +68,7 @@ def check(paper: Paper, row: Row, root: Path) -> dict[str, Any]:
     if row.unmet is None:
         assert all(v == HOLDS for v in conditions.values()), (row.why, conditions)
     else:
-        unmet = [v for name, v in conditions.items() if name.split()[0] == row.unmet]
+        unmet = [judged["verdict"] for judged in record["conditions"].values() if judged["quantity"] == row.unmet]
         assert unmet and unmet[0] != HOLDS, (row.why, conditions)
     return record
 

@@ -7,15 +7,15 @@ intervals' settings."""
 
 from __future__ import annotations
 
-from vitheory.core.claims import ReportParams
 from vitheory.core.device import DEVICE
 from vitheory.core.figures import RenderParams
+from vitheory.core.intervals import IntervalSettings
 from vitheory.core.package import Package
 from vitheory.images.package import PACKAGE as IMAGES
 from vitheory.jsl22.package import PACKAGE as JSL22
 from vitheory.li23.package import PACKAGE as LI23
 from vitheory.pk22.package import PACKAGE as PK22
 
-PIPELINE = Package(name="pipeline", params={"train.device": DEVICE, "render": RenderParams, "report": ReportParams})
+PIPELINE = Package(name="pipeline", params={"train.device": DEVICE, "render": RenderParams, "report": IntervalSettings})
 PACKAGES = (PIPELINE, LI23, JSL22, IMAGES, PK22)
 PAPERS = tuple(package.paper for package in PACKAGES if package.paper is not None)

@@ -21,7 +21,7 @@ from vitheory.papers import PACKAGES, PAPERS
 DEFAULT_PATH = Path("params.yaml")
 SECTIONS = {key: kind for package in PACKAGES for key, kind in package.params.items()}
 # ours: a claim's interval needs a spread over its seeds; one seed would be taken for a fixed setting
-# (vitheory.core.claims, `_left_out`), and its verdict would rest on that one seed
+# (vitheory.core.intervals, `Measurement.left_out`), and its verdict would rest on that one seed
 MIN_SEEDS = 2
 
 

@@ -18,11 +18,10 @@ import yaml
 
 from vitheory import CPU_NUMERICS
 from vitheory.core.artifacts import read_json
-from vitheory.core.claims import (AFFORDABLE_SEEDS, FAILS, HOLDS, INCONCLUSIVE, KINDS, IntervalSettings, evaluate,
-                                  labelled_checks)
+from vitheory.core.claims import AFFORDABLE_SEEDS, FAILS, HOLDS, INCONCLUSIVE, REAL, evaluate, labelled_checks
 from vitheory.core.config import ParamsView, as_dict
+from vitheory.core.intervals import MEDIAN, METHODS, SETTINGS_GROUP, SHARE
 from vitheory.core.paths import outputs, stages
-from vitheory.images.params import dataset_named
 from vitheory.papers import PAPERS
 from vitheory.preset import which_preset
 
@@ -55,13 +54,15 @@ def _units(check: dict[str, Any]) -> str:
 
 
 def method_text(check: dict[str, Any]) -> str:
-    """The interval's method, its coverage where it is not the nominal one, and a paired test's p-values."""
+    """The interval's method, its coverage where it is not the nominal one, and a paired test's p-values,
+    which decide in place of the interval."""
     said = check["method"]
-    if check["kind"] in ("share", "median") and check["coverage"] is not None:
-        said += f", {'at least ' if check['kind'] == 'share' else ''}{check['coverage']:.2%} coverage"
+    if check["kind"] in (SHARE, MEDIAN) and check["coverage"] is not None:
+        said += f", {'at least ' if check['kind'] == SHARE else ''}{check['coverage']:.2%} coverage"
     if "p_values" in check:
         p = check["p_values"]
-        said += f"; p (greater) {fmt(p['greater'])}, p (smaller) {fmt(p['smaller'])}"
+        said += (f"; p (greater) {fmt(p['greater'])}, p (smaller) {fmt(p['smaller'])}: these decide, not the "
+                 "interval (Student-t's)")
     return said
 
 
@@ -128,8 +129,8 @@ def claims_table(records: list[dict[str, Any]], regimes: dict[str, str]) -> list
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in records:
         checks = r["criteria"].items()
-        measured = "<br>".join(f"{c.split()[0]} = {fmt(r['measured'][c.split()[0]])} "
-                               f"{interval_text(check['interval'])}" for c, check in checks)
+        measured = "<br>".join(f"{check['quantity']} = {fmt(r['measured'][check['quantity']])} "
+                               f"{interval_text(check['interval'])}" for _, check in checks)
         threshold = "<br>".join(check["threshold"] for _, check in checks)
         source = "<br>".join(_source(check) for _, check in checks)
         margin = "<br>".join(_margin(check) for _, check in checks)
@@ -143,19 +144,17 @@ def claim_section(record: dict[str, Any], regime: str, confidence: float) -> lis
     lines = [f"### {record['id']}: **{record['verdict']}**", "", record["statement"], "",
              f"*Setting:* {regime}", "",
              f"*Measured:* {record['metric']}. Independent units: "
-             + ", ".join(f"{group} ({n})" for group, n in record["units"].items() if group != "settings")
+             + ", ".join(f"{group} ({n})" for group, n in record["units"].items() if group != SETTINGS_GROUP)
              + f"; each criterion's {confidence:.0%} interval takes its standard error from the units that move it.",
              "", "| setting | criterion | value | interval | method | units (df) | margin | verdict |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for setting, judged in {"this run": record, **record["variants"]}.items():
-        for kind, checks in (("", judged["criteria"]), ("condition: ", judged["conditions"])):
-            for criterion, check in checks.items():
-                quantity = criterion.split()[0]
-                df = "" if check["df"] is None else f" ({check['df']:.1f})"
-                lines.append(f"| {setting} | {kind}{criterion} | {fmt(judged['measured'][quantity])} | "
-                             f"{interval_text(check['interval'])} | {method_text(check)} | {_units(check)}{df} | "
-                             f"{_margin(check)} | {check['verdict']}"
-                             + (f" ({check['reason']})" if "reason" in check else "") + " |")
+        for label, check in labelled_checks(judged):
+            df = "" if check["df"] is None else f" ({check['df']:.1f})"
+            lines.append(f"| {setting} | {label} | {fmt(judged['measured'][check['quantity']])} | "
+                         f"{interval_text(check['interval'])} | {method_text(check)} | {_units(check)}{df} | "
+                         f"{_margin(check)} | {check['verdict']}"
+                         + (f" ({check['reason']})" if "reason" in check else "") + " |")
         lines.append(f"| {setting} | **claim** | | | | | | **{judged['verdict']}** |")
     power = [line for label, check in labelled_checks(record) if (line := power_line(label, check))]
     if power:
@@ -187,14 +186,9 @@ def source_revision(root: Path) -> str:
     return f"`{head.stdout.strip()}`" + (f", with uncommitted changes to {', '.join(paths)}" if paths else "")
 
 
-def interval_settings(params: ParamsView) -> IntervalSettings:
-    cfg = params.report
-    return IntervalSettings(confidence=cfg.confidence, resamples=cfg.bootstrap, seed=cfg.seed)
-
-
 def evaluate_all(root: Path, params: ParamsView) -> list[dict[str, Any]]:
     """The record of every claim of every paper, in the report's order."""
-    return [evaluate(claim, paper.key, root, interval_settings(params)) for paper in PAPERS for claim in paper.claims]
+    return [evaluate(claim, paper.key, root, params.report) for paper in PAPERS for claim in paper.claims]
 
 
 VERDICT_CODES = {HOLDS: "+", FAILS: "-", INCONCLUSIVE: "?"}
@@ -212,7 +206,8 @@ def verdicts(records: list[dict[str, Any]]) -> dict[str, str]:
 
 def deciding_numbers(records: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
     """Each claim's measured value of every quantity a criterion decides on, as a metrics file."""
-    return {record["id"]: {name.split()[0]: record["measured"][name.split()[0]] for name in record["criteria"]}
+    return {record["id"]: {check["quantity"]: record["measured"][check["quantity"]]
+                           for check in record["criteria"].values()}
             for record in records}
 
 
@@ -237,10 +232,13 @@ def render_report(records: list[dict[str, Any]], params: ParamsView, params_text
              "Generated by `dvc repro` (stage `report`); every verdict below is computed from the "
              "measured numbers, never written by hand. A criterion holds when its whole "
              f"{params.report.confidence:.0%} interval lies on the threshold's side, does not hold when it lies "
-             "wholly on the other, and is inconclusive when it straddles the threshold; a claim holds when all "
+             "wholly on the other, and is inconclusive when it straddles the threshold; a paired direction "
+             "(measured within each seed) is decided instead by its sign-flip p-values, one-sided each way at "
+             f"{params.report.tail:.1%}, not by the interval shown beside them; a claim holds when all "
              f"its criteria do. Each criterion's interval is the one made for its kind of quantity (seeds are the "
              "units; what is measured inside a seed, its mini-batches or blocks, is averaged inside it): "
-             + "; ".join(f"{name}: {text}" for name, text in KINDS.values()) + ". Each threshold says whether it is the "
+             + "; ".join(f"{method.name}: {method.description}" for method in METHODS.values())
+             + ". Each threshold says whether it is the "
              "paper's (a theorem, figure or sentence, often only a direction) or ours (with the reason), in the "
              "source column and in each claim's section.", "",
              f"**Of {len(records)} claims, {counts[HOLDS]} hold, {counts[FAILS]} do not hold and "
@@ -250,10 +248,8 @@ def render_report(records: list[dict[str, Any]], params: ParamsView, params_text
     lines += [f"**Verdicts that change with the setting:** {'; '.join(flips) if flips else 'none'}. A claim's "
               "other settings (a wider grid, another score form, another dataset) are measured by the same "
               "pipeline run; its section gives their numbers.", ""]
-    # a real-image claim's setting names the dataset; the others run on their paper's synthetic data model
-    real_data = dataset_named(params.images)
-    regimes = {claim.id: regime_label(params) if real_data in claim.regime(params)
-               else f"synthetic, the [{paper.key}] data model" for paper in PAPERS for claim in paper.claims}
+    regimes = {claim.id: regime_label(params) if claim.data == REAL else f"synthetic, the [{paper.key}] data model"
+               for paper in PAPERS for claim in paper.claims}
     lines += claims_table(records, regimes) + [""]
     fragile = [f"{r['id']} `{criterion}`" for r in records for criterion, check in r["criteria"].items()
                if within_spread(check)]

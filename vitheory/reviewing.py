@@ -106,8 +106,7 @@ def results_table(root: Path) -> str:
     for paper in PAPERS:
         for claim in paper.claims:
             record = records[claim.id]
-            checks = [(label, record["measured"][label.removeprefix("condition: ").split()[0]], check)
-                      for label, check in labelled_checks(record)]
+            checks = [(label, record["measured"][check["quantity"]], check) for label, check in labelled_checks(record)]
             values = "<br>".join(f"`{name}`: {fmt(value)} {interval_text(check['interval'])}"
                                  for name, value, check in checks)
             sources = "<br>".join(check["source"].partition(":")[0] for _, _, check in checks)

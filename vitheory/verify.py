@@ -51,7 +51,7 @@ from vitheory.core.paths import artifact
 from vitheory.core.rederive import same
 from vitheory.papers import PACKAGES, PAPERS
 from vitheory.params import DEFAULT_PATH, load_params
-from vitheory.report import fmt, interval_settings
+from vitheory.report import fmt
 from vitheory.reviewing import GUIDE, logged_seconds
 
 
@@ -193,7 +193,7 @@ def verify(root: Path = Path(".")) -> tuple[list[dict[str, Any]], list[str], Loc
     for paper in PAPERS:
         for claim in paper.claims:
             try:
-                record = evaluate(claim, paper.key, root, interval_settings(params))
+                record = evaluate(claim, paper.key, root, params.report)
             except (VitheoryError, KeyError) as err:
                 if not (isinstance(err, VitheoryError) and unchecked(claim.id, err)):
                     problems.append(f"{claim.id}: cannot be measured: {err}")
@@ -210,9 +210,9 @@ def _table(rows: list[dict[str, Any]]) -> str:
     lines = [f"{'claim':6} {'verdict':15} {'stored':7} measured (threshold)"]
     for row in rows:
         record = row["record"]
-        parts = ", ".join(f"{c.split()[0]} = {fmt(record['measured'][c.split()[0]])} "
+        parts = ", ".join(f"{check['quantity']} = {fmt(record['measured'][check['quantity']])} "
                           f"[{', '.join(fmt(end) for end in check['interval'])}] ({check['threshold']})"
-                          for c, check in record["criteria"].items())
+                          for check in record["criteria"].values())
         lines.append(f"{row['claim']:6} {record['verdict']:15} {'agrees' if row['agrees'] else 'DIFFERS':7} {parts}")
     return "\n".join(lines)
 
@@ -239,7 +239,7 @@ def disagreements(record: dict[str, Any], other: dict[str, Any], revision: str) 
     if record["verdict"] != other["verdict"]:
         found.append(f"{record['id']}: {record['verdict']} here, {other['verdict']} at {revision}")
     for criterion, check in record["criteria"].items():
-        quantity = criterion.split()[0]
+        quantity = check["quantity"]
         here, there = record["measured"][quantity], other["measured"].get(quantity)
         if here is None or there is None:
             if here != there:

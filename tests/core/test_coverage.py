@@ -7,17 +7,20 @@ arithmetic mean of skewed units, a three-unit percentile bootstrap) must find th
 
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from vitheory.core.claims import (FAILS, HOLDS, INCONCLUSIVE, LOG, MEAN, MEDIAN, PAIRED, SHARE, STEP, Claim,
-                                  Criterion, Interval, IntervalSettings, clopper_pearson, decide, intervals,
-                                  order_statistic_ranks, seeds_needed, sign_flip_p_values, smallest_decisive_units)
+from vitheory.core.claims import (FAILS, HOLDS, INCONCLUSIVE, SYNTHETIC, Claim, Criterion, decide, intervals,
+                                  seeds_needed)
+from vitheory.core.intervals import (LOG, MEAN, MEDIAN, METHODS, PAIRED, SHARE, STEP, Interval, IntervalSettings,
+                                     clopper_pearson, order_statistic_ranks, sign_flip_p_values,
+                                     smallest_decisive_units)
 
 TRIALS = 2000
-SETTINGS = IntervalSettings(confidence=0.95, resamples=200, seed=0)
+SETTINGS = IntervalSettings(confidence=0.95, bootstrap=200, seed=0)
 TAIL = 0.025
 # three standard errors of a 2.5% miss rate over TRIALS trials: what Monte Carlo leaves free
 SLACK = 3 * math.sqrt(TAIL * (1 - TAIL) / TRIALS)
@@ -28,7 +31,8 @@ UNIT_COUNTS = (5, 8, 20)
 
 def _claim(statistics, kind, threshold=0.0, op=">", **declared) -> Claim:
     return Claim(id="T", statement="", metric="", evidence=(), samples=lambda root: {}, statistics=statistics,
-                 regime=lambda params: "", criteria=(Criterion("effect", op, threshold, "ours: a test", kind, **declared),))
+                 regime=lambda params: "", data=SYNTHETIC,
+                 criteria=(Criterion("effect", op, threshold, "ours: a test", kind, **declared),))
 
 
 def _mean(samples):
@@ -204,10 +208,22 @@ def test_five_seeds_cannot_decide_a_paired_direction_and_six_can():
 
 def test_a_paired_test_beyond_sixteen_seeds_draws_its_signs_reproducibly():
     samples = {"a": list(np.random.default_rng(3).normal(0.3, 1.0, 24))}
-    first = intervals(PAIRED_CLAIM, samples, SETTINGS)["effect"].p_values
+    found = intervals(PAIRED_CLAIM, samples, SETTINGS)["effect"]
+    first = found.p_values
     assert first == intervals(PAIRED_CLAIM, samples, SETTINGS)["effect"].p_values
+    assert found.exact is False and intervals(PAIRED_CLAIM, {"a": samples["a"][:16]}, SETTINGS)["effect"].exact
     t_p = stats.ttest_1samp(samples["a"], 0.0, alternative="greater").pvalue
     assert first[0] == pytest.approx(t_p, abs=0.02)  # the permutation and t tests agree for normal units
+
+
+def test_each_kind_takes_its_interval_from_the_table_of_methods(monkeypatch):
+    """`intervals` asks METHODS alone: a row replaced is the interval its kind's quantities get; every row
+    names its method, what it is for and what it assumes."""
+    planted = Interval(-1.0, 1.0, 0.5, {})
+    monkeypatch.setitem(METHODS, MEAN, replace(METHODS[MEAN], interval=lambda criterion, measurement: planted))
+    assert intervals(MEAN_CLAIM, {"a": [1.0, 2.0]}, SETTINGS)["effect"] is planted
+    assert intervals(PAIRED_CLAIM, {"a": [1.0, 2.0]}, SETTINGS)["effect"] is not planted
+    assert all(method.name and method.description and method.assumptions for method in METHODS.values())
 
 
 def test_the_harness_finds_a_three_unit_percentile_bootstrap_short():
@@ -249,7 +265,7 @@ def test_a_step_statistic_most_resamples_cannot_measure_gets_no_interval():
     """Not dropped silently: a value not reached on more resamples than one tail's share leaves no interval."""
     claim = _claim(lambda s: {"effect": 1.0 if 0.0 in s["a"] else None}, STEP)
     found = intervals(claim, {"a": [0.0, 1.0, 2.0, 3.0, 4.0]}, SETTINGS)["effect"]
-    assert found.low is None and found.unmeasured > TAIL * SETTINGS.resamples
+    assert found.low is None and found.unmeasured > TAIL * SETTINGS.bootstrap
 
 
 def test_five_units_give_four_degrees_of_freedom_around_the_mean():
@@ -406,7 +422,7 @@ STEP_UNITS = {"a": [float(v) for v in range(1, 21)]}
 ])
 def test_a_step_interval_is_placed_with_up_to_one_tails_share_of_unmeasurable_resamples(unmeasurable, confidence,
                                                                                          placed):
-    settings = IntervalSettings(confidence=confidence, resamples=200, seed=0)
+    settings = IntervalSettings(confidence=confidence, bootstrap=200, seed=0)
     found = intervals(_claim(_counting(unmeasurable), STEP), STEP_UNITS, settings)["effect"]
     assert (found.low is not None, found.unmeasured) == (placed, unmeasurable)
 
@@ -421,6 +437,7 @@ def test_a_step_interval_is_reproducible_and_its_ends_are_values_resamples_took(
 
 def test_one_unmeasurable_step_quantity_leaves_the_others_their_intervals():
     claim = Claim(id="T", statement="", metric="", evidence=(), samples=lambda root: {}, regime=lambda params: "",
+                  data=SYNTHETIC,
                   statistics=lambda s: {"never": None, "effect": float(np.median(s["a"]))},
                   criteria=tuple(Criterion(q, ">", 0.0, "ours: a test", STEP) for q in ("never", "effect")))
     found = intervals(claim, STEP_UNITS, SETTINGS)

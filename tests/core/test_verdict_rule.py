@@ -4,12 +4,14 @@ paired direction decided by its exact test; "does not hold" from the whole inter
 effect of interest."""
 
 import statistics
+from dataclasses import replace
 
 import pytest
 from verdict_tables import SETTINGS
 
-from vitheory.core.claims import (FAILS, HOLDS, INCONCLUSIVE, MEAN, PAIRED, SHARE, STEP, Claim, Criterion,
-                                  IntervalSettings, Variant, claim_verdict, evaluate)
+from vitheory.core.claims import (FAILS, HOLDS, INCONCLUSIVE, SYNTHETIC, Claim, Criterion, Variant, claim_verdict,
+                                  evaluate)
+from vitheory.core.intervals import MEAN, PAIRED, SHARE, STEP, IntervalSettings
 from vitheory.core.paths import artifact
 
 ON = [1.0] * 8  # a condition's indicator on every seed: met
@@ -37,7 +39,7 @@ def _means(samples):
 def _claim(criteria, samples, conditions=(), variants=(), evidence=()):
     return Claim(id="RULE", statement="a claim of this test", metric="means over seeds", criteria=tuple(criteria),
                  evidence=tuple(evidence), samples=lambda root: samples, statistics=_means, regime=lambda params: "",
-                 conditions=tuple(conditions), variants=tuple(variants))
+                 data=SYNTHETIC, conditions=tuple(conditions), variants=tuple(variants))
 
 
 def _judge(tmp_path, criteria, samples, conditions=(), variants=()):
@@ -152,7 +154,7 @@ def test_a_record_states_what_the_report_verify_and_the_decisive_preset_read(tmp
                              evidence=[figure]), "TEST", tmp_path, SETTINGS)
     assert {key: record[key] for key in ("id", "paper", "statement", "metric", "interval", "evidence")} == {
         "id": "RULE", "paper": "TEST", "statement": "a claim of this test", "metric": "means over seeds",
-        "interval": {"confidence": SETTINGS.confidence, "resamples": SETTINGS.resamples},
+        "interval": {"confidence": SETTINGS.confidence, "resamples": SETTINGS.bootstrap},
         "evidence": ["figures/rule.png"]}
     effect, reached = record["criteria"]["effect > 0"], record["criteria"]["reached >= 0.5"]
     assert (effect["threshold"], effect["source"], effect["kind"], effect["method"], effect["coverage"]) == (
@@ -169,7 +171,8 @@ def test_a_share_is_recorded_with_its_exact_method_and_an_unmeasured_one_with_no
     def judged(value):
         return evaluate(Claim(id="SHARE", statement="", metric="", criteria=(share,), evidence=(),
                               samples=lambda root: _seeds(reached=ON), statistics=lambda samples: {"reached": value},
-                              regime=lambda params: ""), "TEST", tmp_path, SETTINGS)["criteria"]["reached >= 0.5"]
+                              regime=lambda params: "", data=SYNTHETIC),
+                        "TEST", tmp_path, SETTINGS)["criteria"]["reached >= 0.5"]
 
     measured = judged(7 / 8)
     assert (measured["method"], measured["coverage"], measured["units"]) == ("Clopper-Pearson", 0.95, {"seeds": 8})
@@ -197,7 +200,7 @@ def test_a_paired_direction_with_a_seed_it_cannot_measure_alone_keeps_its_interv
     def judged(kind):
         claim = Claim(id="RULE", statement="", metric="", criteria=(_ours("difference", ">", 0.0, kind),), evidence=(),
                       samples=lambda root: _seeds(difference=values), statistics=measurable_mean,
-                      regime=lambda params: "")
+                      regime=lambda params: "", data=SYNTHETIC)
         return evaluate(claim, "TEST", tmp_path, SETTINGS)["criteria"]["difference > 0"]
 
     paired, mean = judged(PAIRED), judged(MEAN)
@@ -209,7 +212,7 @@ def test_a_paired_direction_with_a_seed_it_cannot_measure_alone_keeps_its_interv
 @pytest.mark.parametrize("values,verdict", [(ABOVE[:6], HOLDS), (BELOW[:6], FAILS)])
 def test_a_sign_flip_p_exactly_at_the_tail_decides(tmp_path, values, verdict):
     """At confidence 1 - 2/64 the tail is 1/64, six agreeing seeds' p exactly: the test rejects at p <= tail."""
-    settings = IntervalSettings(confidence=1 - 2 / 64, resamples=SETTINGS.resamples, seed=0)
+    settings = IntervalSettings(confidence=1 - 2 / 64, bootstrap=SETTINGS.bootstrap, seed=0)
     record = evaluate(_claim([_ours("difference", ">", 0.0, PAIRED)], _seeds(difference=values)), "TEST", tmp_path,
                       settings)
     assert record["verdict"] == verdict
@@ -228,6 +231,12 @@ def test_a_value_within_rounding_of_the_threshold_counts_as_on_it():
 def test_an_interval_reaching_exactly_the_smallest_effect_is_negligible():
     c = _ours("effect", ">", 0.0, smallest_effect=0.05, smallest_effect_source="ours: negligible here")
     assert c.negligible((-0.05, 0.05)) and not c.negligible((-0.05, 0.06)) and not c.negligible((-0.06, 0.05))
+
+
+def test_a_claim_says_whether_its_data_are_synthetic_or_real():
+    claim = _claim([_ours("effect", ">", 0.0)], _seeds(effect=ABOVE))
+    with pytest.raises(ValueError, match="RULE: data 'images' is neither 'synthetic' nor 'real'"):
+        replace(claim, data="images")
 
 
 def test_a_quantity_declared_as_two_kinds_is_refused_and_two_quantities_of_two_kinds_are_not():

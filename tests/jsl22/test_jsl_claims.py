@@ -101,10 +101,11 @@ def _control_metrics(control_exact, positive_exact):
     (0.5, 0.9, "does not hold"),  # the control's P P^T does show the sets
 ])
 def test_jsl3_needs_its_positive_control(tmp_path, control_exact, positive_exact, verdict):
-    from vitheory.core.claims import IntervalSettings, evaluate
+    from vitheory.core.claims import evaluate
+    from vitheory.core.intervals import IntervalSettings
 
     write_json(tmp_path / artifact("control_metrics"), _control_metrics(control_exact, positive_exact))
-    record = evaluate(CLAIMS["JSL-3"], "JSL22", tmp_path, IntervalSettings(confidence=0.95, resamples=100, seed=0))
+    record = evaluate(CLAIMS["JSL-3"], "JSL22", tmp_path, IntervalSettings(confidence=0.95, bootstrap=100, seed=0))
     assert record["verdict"] == verdict
 
 
@@ -146,7 +147,8 @@ def _real_seeds(natural, permuted, seeds=5):
                                                       (0.0, 0.3, "inconclusive")])
 def test_jsl5_reads_final_structure_against_its_null_with_natural_images_as_the_positive_control(natural, permuted,
                                                                                                 verdict):
-    from vitheory.core.claims import IntervalSettings, _judge
+    from vitheory.core.claims import _judge
+    from vitheory.core.intervals import IntervalSettings
 
     record = _judge(CLAIMS["JSL-5"], _real_seeds(natural, permuted), IntervalSettings(0.95, 200, 0))
     assert record["measured"]["permuted_structure_over_null"] == pytest.approx(permuted)

@@ -8,9 +8,9 @@ import pytest
 from scipy import stats
 
 from vitheory.core.artifacts import write_json, write_table
-from vitheory.core.claims import (FAILS, HOLDS, INCONCLUSIVE, MEAN, MEDIAN, PAIRED, SHARE, Criterion, IntervalSettings,
-                                  claim_verdict, evaluate)
+from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, Criterion, claim_verdict, evaluate
 from vitheory.core.errors import ArtifactError
+from vitheory.core.intervals import MEAN, MEDIAN, PAIRED, SHARE, IntervalSettings
 from vitheory.core.paths import artifact
 from vitheory.li23 import phase, token_keeping
 from vitheory.li23.claims import PAPER, _phase_samples
@@ -18,7 +18,7 @@ from vitheory.li23.claims import PAPER, _phase_samples
 LI3 = next(claim for claim in PAPER.claims if claim.id == "LI-3")
 LI5 = next(claim for claim in PAPER.claims if claim.id == "LI-5")
 LI6 = next(claim for claim in PAPER.claims if claim.id == "LI-6")
-SETTINGS = IntervalSettings(confidence=0.95, resamples=200, seed=0)
+SETTINGS = IntervalSettings(confidence=0.95, bootstrap=200, seed=0)
 
 
 def write_metrics(root, initial, finals):

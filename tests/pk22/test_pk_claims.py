@@ -7,7 +7,8 @@ import statistics
 import pytest
 
 from vitheory.core.artifacts import write_table
-from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, IntervalSettings, claim_verdict, evaluate
+from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, claim_verdict, evaluate
+from vitheory.core.intervals import IntervalSettings
 from vitheory.pk22 import noise
 from vitheory.pk22.claims import PAPER
 from vitheory.pk22.tables import table_path
@@ -132,7 +133,7 @@ def test_pk5_decides_on_the_official_attack_and_states_equal_rms_noise_as_its_va
                 rows += [(model, seed, normalisation, 0.0, 0.9, 0.6 if model == "cnn" else 0.0),
                          (model, seed, normalisation, 0.25, 0.9, low), (model, seed, normalisation, 1.0, 0.9, high)]
     write_table(tmp_path / table_path("noise"), noise.COLUMNS, rows)
-    record = evaluate(CLAIMS["PK-5"], "PK22", tmp_path, IntervalSettings(confidence=0.95, resamples=100, seed=0))
+    record = evaluate(CLAIMS["PK-5"], "PK22", tmp_path, IntervalSettings(confidence=0.95, bootstrap=100, seed=0))
     assert record["measured"]["vit_minus_cnn_high_minus_low"] == pytest.approx(0.05 - 0.30)
     assert record["verdict"] == HOLDS
     (variant,) = record["variants"].values()

@@ -10,20 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from vitheory.core.artifacts import read_json, read_table
-from vitheory.core.claims import (
-    MEAN,
-    MEDIAN,
-    SHARE,
-    STEP,
-    Claim,
-    Criterion,
-    Measured,
-    Paper,
-    Samples,
-    Variant,
-)
+from vitheory.core.claims import REAL, SYNTHETIC, Claim, Criterion, Paper, Variant
 from vitheory.core.errors import ArtifactError
 from vitheory.core.figures import figure_path
+from vitheory.core.intervals import MEAN, MEDIAN, SETTINGS_GROUP, SHARE, STEP, Measured, Samples
 from vitheory.core.paths import artifact, run_name, runs
 from vitheory.images.params import training_regime
 from vitheory.jsl22 import figures, pos_dim
@@ -119,7 +109,7 @@ def _spatial_samples(form: str | None = None, variant_partition: bool = False) -
             raise ArtifactError(f"{artifact('spatial_metrics')}: no runs of score form {form!r}; add it to "
                                 "spatial.ablation and run `dvc repro train_spatial`")
         return {"vit": runs[key]["final"], "vit_initial": runs[key]["initial"], "glm": runs["glm"],
-                "settings": [{"best_linear_error": source["best_linear_error"], "chance": metrics["chance"]}]}
+                SETTINGS_GROUP: [{"best_linear_error": source["best_linear_error"], "chance": metrics["chance"]}]}
     return samples
 
 
@@ -132,14 +122,14 @@ def _jsl1_statistics(samples: Samples) -> Measured:
     return {"vit_test_error": _median(samples, "vit", "error_rate"),
             "vit_test_error_max": max(unit["error_rate"] for unit in samples["vit"]),
             "glm_test_error": _median(samples, "glm", "error_rate"),
-            "best_linear_test_error": samples["settings"][0]["best_linear_error"]}
+            "best_linear_test_error": samples[SETTINGS_GROUP][0]["best_linear_error"]}
 
 
 def _jsl2_statistics(samples: Samples) -> Measured:
     """Patch association on the scores the model attends with (its attention map: softmax of P P^T for
     the `ppt` form, of (P W_Q)(P W_K)^T for `qk`), and of P P^T beside it. Definition 2.2 holds for a
     seed when every patch's Top_C is exactly its set (a share of patches of 1)."""
-    chance = samples["settings"][0]["chance"]
+    chance = samples[SETTINGS_GROUP][0]["chance"]
     initial = _median(samples, "vit_initial", "attn_exact")
     final = [unit["attn_exact"] for unit in samples["vit"]]
     return {"seeds_meeting_definition": statistics.mean(share == 1.0 for share in final),
@@ -201,14 +191,14 @@ def _jsl3_samples(root: Path) -> Samples:
                             "run `dvc repro control`")
     positive = metrics["positive_control"]
     return {"vit": metrics["runs"]["vit"], "glm": metrics["runs"]["glm"], "positive": positive["final"],
-            "settings": [{"control": metrics["chance"], "positive": positive["chance"]}]}
+            SETTINGS_GROUP: [{"control": metrics["chance"], "positive": positive["chance"]}]}
 
 
 def _jsl3_statistics(samples: Samples) -> Measured:
     """Association of the positional encodings' Gram matrix P P^T (what [JSL22] Fig. 2 shows) against chance,
     on the control and on the Assumption-1 data where it is present; the attention map the student uses
     beside it."""
-    chance = samples["settings"][0]
+    chance = samples[SETTINGS_GROUP][0]
     vit, glm = _median(samples, "vit", "error_rate"), _median(samples, "glm", "error_rate")
     exact, positive = _median(samples, "vit", "pos_exact"), _median(samples, "positive", "pos_exact")
     return {"vit_test_error": vit, "glm_test_error": glm, "vit_minus_glm_test_error": vit - glm,
@@ -230,14 +220,14 @@ def _jsl4_samples(root: Path) -> Samples:
     runs = read_table(root / artifact("transfer_runs"), TRANSFER_COLUMNS)
     target = read_json(root / artifact("transfer_metrics"))["target_error"]
     seeds = sorted({run["seed"] for run in runs})
-    return {"seeds": [[run for run in runs if run["seed"] == seed] for seed in seeds], "settings": [{"target": target}]}
+    return {"seeds": [[run for run in runs if run["seed"] == seed] for seed in seeds], SETTINGS_GROUP: [{"target": target}]}
 
 
 def _jsl4_statistics(samples: Samples) -> Measured:
     # a seed counts by its place among the units (a leave-one-out renumbers nothing it needs)
     runs = [(run["method"], run["n_train"], i, run["test_error"], run["diverged"])
             for i, unit in enumerate(samples["seeds"]) for run in unit]
-    target = samples["settings"][0]["target"]
+    target = samples[SETTINGS_GROUP][0]["target"]
     finetune, scratch = (samples_needed(runs, method, target) for method in ("finetune", "scratch"))
     reached = finetune > 0
     # a method never reaching the target in the grid (-1) is censored: it needs more samples than any n in the
@@ -308,11 +298,11 @@ def _jsl7_samples(root: Path) -> Samples:
     glm = read_json(root / artifact("spatial_metrics"))["runs"]["glm"]
     found: dict[str, list] = {name: [1] * model["errors"] + [0] * (model["examples"] - model["errors"])
                               for name, model in built.items()}
-    return found | {"glm": glm, "settings": [{name: model for name, model in built.items()}]}
+    return found | {"glm": glm, SETTINGS_GROUP: [{name: model for name, model in built.items()}]}
 
 
 def _jsl7_statistics(samples: Samples) -> Measured:
-    models = samples["settings"][0]
+    models = samples[SETTINGS_GROUP][0]
     return {"associating_test_error": statistics.mean(samples["associating"]),
             "unassociated_test_error": statistics.mean(samples["unassociated"]),
             "wrong_sets_test_error": statistics.mean(samples["wrong_sets"]),
@@ -329,6 +319,7 @@ PAPER = Paper(
     claims=(
         Claim(
             id="JSL-1",
+            data=SYNTHETIC,
             seeds=("spatial.seeds",),
             statement=("The positional-attention ViT trained by gradient descent reaches small test error on the "
                        "spatially structured data, while a generalized linear model cannot (error at least 1/8)."),
@@ -347,6 +338,7 @@ PAPER = Paper(
         ),
         Claim(
             id="JSL-2",
+            data=SYNTHETIC,
             seeds=("spatial.seeds",),
             statement=("Gradient descent makes the positional encodings learn patch association: the Top_C most "
                        "similar encodings of each patch are exactly its own set, from about chance at "
@@ -375,6 +367,7 @@ PAPER = Paper(
         ),
         Claim(
             id="JSL-3",
+            data=SYNTHETIC,
             seeds=("control.seeds",),
             statement=("On i.i.d. Gaussian patches labelled by a cubic CNN over the sets (no spatial structure in "
                        "the inputs), the ViT still reaches small test error, but its positional attention does not "
@@ -409,6 +402,7 @@ PAPER = Paper(
         ),
         Claim(
             id="JSL-4",
+            data=SYNTHETIC,
             seeds=("spatial.seeds",),
             statement=("After pre-training, the model fine-tunes sample-efficiently to a new feature on the same "
                        "sets: keeping the learned positional attention, few downstream samples suffice."),
@@ -427,6 +421,7 @@ PAPER = Paper(
         ),
         Claim(
             id="JSL-5",
+            data=REAL,
             seeds=("real.seeds",),
             statement=("Under one fixed permutation of the image, a ViT keeps its accuracy and learns the permuted "
                        "structure, while a CNN loses accuracy."),
@@ -456,6 +451,7 @@ PAPER = Paper(
         ),
         Claim(
             id="JSL-6",
+            data=REAL,
             seeds=("real.seeds",),
             statement=("A ViT whose attention depends only on positions is competitive with the vanilla ViT on "
                        "real images."),
@@ -470,6 +466,7 @@ PAPER = Paper(
         ),
         Claim(
             id="JSL-7",
+            data=SYNTHETIC,
             statement=("Theorem 3.2: a one-layer transformer exists that solves the task (test error d^-omega(1)); "
                        "written down, it needs no training: v = w* and attention that spreads each patch over its "
                        "own set. The paper's point is that it need not show the sets on P P^T: the qk form does the "

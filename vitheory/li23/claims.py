@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from vitheory.core.artifacts import read_json, read_table
-from vitheory.core.claims import LOG, MEAN, PAIRED, SHARE, STEP, Claim, Criterion, Measured, Paper, Samples, Variant
+from vitheory.core.claims import REAL, SYNTHETIC, Claim, Criterion, Paper, Variant
 from vitheory.core.figures import figure_path
+from vitheory.core.intervals import LOG, MEAN, PAIRED, SETTINGS_GROUP, SHARE, STEP, Measured, Samples
 from vitheory.core.paths import artifact
 from vitheory.images.params import training_regime
 from vitheory.li23 import figures, noise_sweep, sparsify, token_keeping
@@ -35,7 +36,7 @@ def _phase_samples(grid: str) -> Callable[[Path], Samples]:
         (where a step count is censored) as settings."""
         fits = read_json(root / artifact("phase_metrics"))
         return {model: by_seed(read_runs(grid, model, root)) for model in ("vit", "cnn")} | {
-            "settings": [{"success_rate": fits["success_rate_threshold"], "step_budget": fits["step_budget"]}]}
+            SETTINGS_GROUP: [{"success_rate": fits["success_rate_threshold"], "step_budget": fits["step_budget"]}]}
     return samples
 
 
@@ -47,7 +48,7 @@ def _falls(by_alpha: dict[float, float | None]) -> bool:
 
 
 def _li1_statistics(samples: Samples) -> Measured:
-    settings = samples["settings"][0]
+    settings = samples[SETTINGS_GROUP][0]
     vit_n_mins, _, vit_exponent, _ = scaling(samples["vit"], settings["success_rate"], settings["step_budget"])
     cnn_n_mins, _, cnn_exponent, _ = scaling(samples["cnn"], settings["success_rate"], settings["step_budget"])
     smallest = min(vit_n_mins)
@@ -70,7 +71,7 @@ def _li1_statistics(samples: Samples) -> Measured:
 
 
 def _li2_statistics(samples: Samples) -> Measured:
-    threshold, budget = samples["settings"][0]["success_rate"], samples["settings"][0]["step_budget"]
+    threshold, budget = samples[SETTINGS_GROUP][0]["success_rate"], samples[SETTINGS_GROUP][0]["step_budget"]
     largest = max(row["n_train"] for unit in samples["vit"] for row in unit)
     reached: dict[float, list[bool]] = {}
     for unit in samples["vit"]:
@@ -99,14 +100,14 @@ def _noise_samples(root: Path) -> Samples:
     success-rate threshold of N_min (phase_fit's) as a setting."""
     rows = read_table(root / artifact("noise_sweep_runs"), noise_sweep.COLUMNS)
     fits = read_json(root / artifact("phase_metrics"))
-    return {"seeds": by_seed(rows), "settings": [{"success_rate": fits["success_rate_threshold"]}]}
+    return {"seeds": by_seed(rows), SETTINGS_GROUP: [{"success_rate": fits["success_rate_threshold"]}]}
 
 
 def _li6_statistics(samples: Samples) -> Measured:
     """N_min per noise radius, as LI-1 reads it over alpha* (a censored one, never reached in the grid, is
     infinite); the direction: it never falls as tau grows and is larger at the largest tau than at the smallest."""
     rows = [dict(row, seed=i, alpha_star=row["noise_radius"]) for i, unit in enumerate(samples["seeds"]) for row in unit]
-    nmins = {tau: n_min(rates, samples["settings"][0]["success_rate"]) for tau, rates in success_rates(rows).items()}
+    nmins = {tau: n_min(rates, samples[SETTINGS_GROUP][0]["success_rate"]) for tau, rates in success_rates(rows).items()}
     ordered = [math.inf if n is None else n for _, n in sorted(nmins.items())]
     floor = min(row["n_train"] for row in rows)
     return {"n_min_grows_with_noise": float(all(a <= b for a, b in zip(ordered, ordered[1:])) and ordered[0] < ordered[-1]),
@@ -120,14 +121,14 @@ def _li3_samples(root: Path) -> Samples:
     """Units: each seed's initial and final test metrics; the reference masses as a setting."""
     metrics = read_json(root / artifact("li_vit_metrics"))
     return {"seeds": [{"initial": run["initial"]["test"], "final": run["final"]["test"]} for run in metrics["runs"]],
-            "settings": [metrics["reference"]]}
+            SETTINGS_GROUP: [metrics["reference"]]}
 
 
 def _li3_statistics(samples: Samples) -> Measured:
     def mean(moment: str, name: str) -> float:
         return statistics.mean(seed[moment][name] for seed in samples["seeds"])
 
-    reference = samples["settings"][0]
+    reference = samples[SETTINGS_GROUP][0]
     initial, final = mean("initial", "attn_relevant_query"), mean("final", "attn_relevant_query")
     return {
         "initial": initial,
@@ -170,7 +171,7 @@ def _li5_samples(root: Path) -> Samples:
         key = (row["experiment"], row["strategy"], row["kept_tokens"], row["finetuned"])
         by_seed.setdefault(row["seed"], {})[key] = row["test_accuracy"]
     return {"seeds": [accuracies for _, accuracies in sorted(by_seed.items())],
-            "settings": [{"patches": metrics["patches"]}]}
+            SETTINGS_GROUP: [{"patches": metrics["patches"]}]}
 
 
 def _li5_statistics(samples: Samples) -> Measured:
@@ -180,7 +181,7 @@ def _li5_statistics(samples: Samples) -> Measured:
     again on every resample. The marker-trained ViT, on images whose marker is a random class's: what
     removing its most attended token (attention's own find: a ViT that learned the shortcut attends most to
     the marker, the spurious token) and the marker's token (an oracle, a reference) gain against all tokens."""
-    patches = samples["settings"][0]["patches"]
+    patches = samples[SETTINGS_GROUP][0]["patches"]
 
     def mean(*key: Any) -> float:
         return statistics.mean(seed[key] for seed in samples["seeds"])
@@ -242,6 +243,7 @@ PAPER = Paper(
     claims=(
         Claim(
             id="LI-1",
+            data=SYNTHETIC,
             seeds=("phase.grids.default.seeds", "phase.grids.wide.seeds"),
             statement=("The number of training samples the ViT needs for zero test error grows as the fraction "
                        "alpha* of label-relevant tokens shrinks (Theorem 1's sufficient N scales as 1/alpha*^2); "
@@ -269,6 +271,7 @@ PAPER = Paper(
         ),
         Claim(
             id="LI-2",
+            data=SYNTHETIC,
             seeds=("phase.grids.default.seeds", "phase.grids.wide.seeds"),
             statement=("The number of SGD iterations to zero generalization (test) error, at a fixed step size, "
                        "grows as alpha* shrinks (Theorem 1's sufficient T scales as 1/alpha*)."),
@@ -291,6 +294,7 @@ PAPER = Paper(
         ),
         Claim(
             id="LI-3",
+            data=SYNTHETIC,
             seeds=("train.li_vit.seeds",),
             statement=("SGD concentrates attention on label-relevant tokens: the attention mass that "
                        "label-relevant queries put on label-relevant tokens rises from about its uniform "
@@ -313,6 +317,7 @@ PAPER = Paper(
         ),
         Claim(
             id="LI-4",
+            data=SYNTHETIC,
             seeds=("sparsify.seeds",),
             statement=("Removing label-irrelevant tokens (raises alpha*), the noisiest tokens (lowers tau) or "
                        "confusion tokens (lowers alpha#) each lowers the test loss; removing label-relevant tokens "
@@ -342,6 +347,7 @@ PAPER = Paper(
         ),
         Claim(
             id="LI-5",
+            data=REAL,
             seeds=("real.seeds",),
             statement=("Token sparsification guided by attention keeps or improves the test accuracy of a deeper "
                        "ViT on real images, and removing a spurious token does too (the paper: \"a proper token "
@@ -382,6 +388,7 @@ PAPER = Paper(
         ),
         Claim(
             id="LI-6",
+            data=SYNTHETIC,
             seeds=("noise_sweep.seeds",),
             statement=("At a fixed fraction alpha* of label-relevant tokens, the number of training samples the ViT "
                        "needs for zero test error grows with the token noise level tau."),

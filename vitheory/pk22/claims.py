@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from vitheory.core.artifacts import read_table
-from vitheory.core.claims import MEAN, PAIRED, Claim, Criterion, Measured, Paper, Samples, Variant
+from vitheory.core.claims import REAL, Claim, Criterion, Paper, Variant
 from vitheory.core.figures import figure_path
+from vitheory.core.intervals import MEAN, PAIRED, Measured, Samples
 from vitheory.core.paths import artifact
 from vitheory.images.params import dataset_named
 from vitheory.pk22 import feature_maps, figures, hessian, lesion, noise, trainings
@@ -330,6 +331,7 @@ PAPER = Paper(
     claims=(
         Claim(
             id="PK-1",
+            data=REAL,
             seeds=("real.seeds",),
             statement=("ViTs' poor accuracy on small data is not overfitting: as the training set shrinks, their "
                        "training NLL and test error move together."),
@@ -353,6 +355,7 @@ PAPER = Paper(
         ),
         Claim(
             id="PK-2",
+            data=REAL,
             seeds=("real.seeds",),
             statement=("ViTs have many negative Hessian eigenvalues, CNNs few; more data and global average pooling "
                        "suppress them."),
@@ -380,6 +383,7 @@ PAPER = Paper(
         ),
         Claim(
             id="PK-3",
+            data=REAL,
             seeds=("real.seeds",),
             statement=("Attention blocks are low-pass filters and convolutions high-pass: across a block, the "
                        "high-frequency log amplitude of the feature maps falls for attention and rises for conv/MLP "
@@ -406,6 +410,7 @@ PAPER = Paper(
         ),
         Claim(
             id="PK-4",
+            data=REAL,
             seeds=("real.seeds",),
             statement="Attention blocks reduce the spatial variance of the feature maps; conv and MLP blocks raise it.",
             metric=("mean over blocks of each kind and over seeds of the change of the spatial variance across the "
@@ -429,6 +434,7 @@ PAPER = Paper(
         ),
         Claim(
             id="PK-5",
+            data=REAL,
             seeds=("real.seeds",),
             statement=("ViTs are robust to high-frequency noise and fragile to low-frequency noise; CNNs the "
                        "other way round."),
@@ -452,6 +458,7 @@ PAPER = Paper(
         ),
         Claim(
             id="PK-6",
+            data=REAL,
             seeds=("real.seeds",),
             statement=("Replacing conv blocks at the end of a stage by attention blocks (AlterNet: none in the first "
                        "stage, at the end of later ones) beats the pure CNN, also on small data."),
@@ -471,6 +478,7 @@ PAPER = Paper(
         ),
         Claim(
             id="PK-7",
+            data=REAL,
             seeds=("real.seeds",),
             statement=("In a multi-stage model, the attention blocks at the end of a stage matter most: removing one "
                        "costs more accuracy than removing a block before it in that stage."),
@@ -496,6 +504,7 @@ PAPER = Paper(
         ),
         Claim(
             id="PK-8",
+            data=REAL,
             seeds=("real.seeds",),
             statement=("MSAs flatten the loss landscape: a model with MSAs has smaller Hessian eigenvalues than a "
                        "CNN trained the same way."),
@@ -513,6 +522,7 @@ PAPER = Paper(
         ),
         Claim(
             id="PK-9",
+            data=REAL,
             seeds=("real.seeds",),
             statement=("Feature-map variance peaks at the end of each stage ([PK22]: ResNet's does, and AlterNet puts "
                        "its MSAs there): it accumulates across a stage's blocks and is largest at its last one, for "

@@ -1,0 +1,335 @@
+"""The interval of each kind of quantity a criterion decides on, as one table (`METHODS`): kind -> the
+method's name, the function that makes the interval, what it is for, and what it assumes of the units.
+
+Every method measures its quantity from a claim's groups of independent units (seeds; a group of one
+unit, `SETTINGS_GROUP`, holds the run's settings and is no unit) through the claim's statistics
+(`Measurement`), and every interval lies inside the quantity's range (`bounds`). A paired direction is
+the exception to "the interval decides": its sign-flip p-values decide (vitheory.core.claims, `decide`),
+and its Student-t interval is shown for the size of the effect only. The sign-flip test is exact (every
+one of the 2^n sign patterns) up to `EXACT_SIGN_FLIP_UNITS` seeds; above, its p-values count
+`SIGN_FLIP_DRAWS` random patterns, an estimate. tests/core/test_coverage.py measures each kind's
+coverage, one side at a time, at the unit counts the default run uses.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+import numpy as np
+from scipy import stats
+
+from vitheory.core.config import NON_NEGATIVE, Rule, Section, at_least, knob
+
+Samples = Mapping[str, Sequence[Any]]  # group -> its independent units
+Measured = dict[str, float | None]
+
+# the group of one unit that holds a claim's run settings (a chance level, a step budget): no spread
+SETTINGS_GROUP = "settings"
+MEAN, LOG, SHARE, MEDIAN, PAIRED, STEP = "mean", "log", "share", "median", "paired", "step"
+GROUPED = (SHARE, MEDIAN, PAIRED)  # the kinds taken over the units of one named group
+UNBOUNDED = (-math.inf, math.inf)
+EXACT_SIGN_FLIP_UNITS = 16  # up to this many units the sign-flip test counts all 2^n patterns
+SIGN_FLIP_DRAWS = 1 << 16  # beyond, this many random sign patterns
+
+
+@dataclass(frozen=True)
+class IntervalSettings(Section):
+    """params.yaml `report`: the intervals' confidence and the bootstrap's resamples and seed."""
+
+    confidence: float = knob(Rule(lambda v: 0.5 <= v < 1, "in [0.5, 1)"))
+    bootstrap: int = knob(at_least(100))
+    seed: int = knob(NON_NEGATIVE)
+
+    @property
+    def tail(self) -> float:
+        return (1 - self.confidence) / 2
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A quantity's interval by the method of its kind, and what it rests on."""
+
+    low: float | None
+    high: float | None
+    coverage: float | None  # the nominal coverage, or the exact one where the method has it (shares, medians)
+    units: dict[str, int]  # the groups whose units move the quantity, and how many each has
+    df: float | None = None  # Student-t's degrees of freedom; None: not a t interval, or no spread
+    standard_error: float | None = None  # on the scale the interval is made on (log for LOG)
+    p_values: tuple[float, float] | None = None  # PAIRED: one-sided p for (greater, smaller than the threshold)
+    exact: bool | None = None  # PAIRED: the p-values counted every sign pattern (None: no test ran)
+    unmeasured: int = 0  # bootstrap resamples on which the quantity could not be measured
+
+    @property
+    def ends(self) -> tuple[float | None, float | None]:
+        return self.low, self.high
+
+
+class Declared(Protocol):
+    """What a method reads of a criterion (vitheory.core.claims.Criterion)."""
+
+    @property
+    def quantity(self) -> str: ...
+    @property
+    def threshold(self) -> float: ...
+    @property
+    def group(self) -> str | None: ...
+    @property
+    def bounds(self) -> tuple[float, float]: ...
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A claim's units, its statistics and their value on all the units: what every method measures from.
+    `key` (the claim's id and setting) seeds each random draw, so that an interval does not depend on which
+    other claims ran. The delete-one values and the bootstrap's resamples are measured once, when a method
+    first asks for them."""
+
+    statistics: Callable[[Samples], Measured]
+    samples: Samples
+    measured: Measured
+    cfg: IntervalSettings
+    key: str
+
+    @functools.cached_property
+    def left_out(self) -> dict[str, list[Measured]]:
+        """Each group's delete-one measurements (a group of one unit, a setting, has none)."""
+        return {group: [self.statistics({**self.samples, group: [*units[:i], *units[i + 1:]]})
+                        for i in range(len(units))]
+                for group, units in self.samples.items() if len(units) > 1}
+
+    @functools.cached_property
+    def resampled(self) -> list[Measured]:
+        """The statistics of each bootstrap resample."""
+        rng = np.random.default_rng([self.cfg.seed, zlib.crc32(self.key.encode())])
+        return [self.statistics(resample(self.samples, rng)) for _ in range(self.cfg.bootstrap)]
+
+    def per_unit(self, quantity: str, group: str) -> list[float | None]:
+        """The quantity measured on each unit of `group` alone (the other groups whole): a seed's own value of
+        a median, share or paired difference over seeds."""
+        return [self.statistics({**self.samples, group: [unit]})[quantity] for unit in self.samples[group]]
+
+    def moving(self) -> dict[str, int]:
+        """The groups of more than one unit, and how many each has."""
+        return {group: len(units) for group, units in self.samples.items() if len(units) > 1}
+
+
+def resample(samples: Samples, rng: np.random.Generator) -> dict[str, list[Any]]:
+    """Each group's units drawn with replacement, as many as it has."""
+    return {group: [units[i] for i in rng.integers(0, len(units), len(units))] for group, units in samples.items()}
+
+
+def _clip(low: float, high: float, bounds: tuple[float, float]) -> tuple[float, float]:
+    return max(low, bounds[0]), min(high, bounds[1])
+
+
+def _jackknife(value: float | None, left_out: dict[str, list[Measured]], quantity: str, confidence: float,
+               transform: Callable[[float], float] = lambda x: x) -> tuple[tuple[float, float] | None, dict, float | None, float | None]:
+    """Student-t on `transform` of the quantity: the point value plus and minus t_df times the square root of
+    the groups' summed jackknife variances (n - 1) / n * sum_i (theta_(i) - mean theta_(.))^2, with
+    Welch-Satterthwaite degrees of freedom; (interval, units, df, standard error). None for the interval when
+    the quantity, or one of its leave-one-out values, cannot be measured or leaves the transform's domain."""
+    try:
+        centre = transform(value)
+        parts = []
+        for group, measured in left_out.items():
+            values = [m[quantity] for m in measured]
+            if None in values:
+                return None, {}, None, None
+            parts.append((group, len(values), np.asarray([transform(v) for v in values], dtype=float)))
+    except (TypeError, ValueError):  # None, or outside the transform's domain (the log of 0)
+        return None, {}, None, None
+    if not math.isfinite(centre) or not all(np.isfinite(v).all() for _, _, v in parts):
+        return None, {}, None, None
+    moving = []
+    for group, n, values in parts:
+        # equal up to rounding: this group does not move the quantity
+        if np.ptp(values) > 1e-12 * max(1.0, float(np.abs(values).max())):
+            moving.append((group, n, float((n - 1) / n * ((values - values.mean()) ** 2).sum())))
+    if not moving:
+        return (centre, centre), {}, None, 0.0
+    variance = sum(v for _, _, v in moving)
+    df = variance ** 2 / sum(v ** 2 / (n - 1) for _, n, v in moving)
+    half = float(stats.t.ppf((1 + confidence) / 2, df)) * math.sqrt(variance)
+    return (centre - half, centre + half), {group: n for group, n, _ in moving}, df, math.sqrt(variance)
+
+
+def _log(value: float) -> float:
+    if value <= 0:
+        raise ValueError("not positive")
+    return math.log(value)
+
+
+def clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
+    """The exact binomial interval of a share k / n: each tail at most (1 - confidence) / 2."""
+    tail = (1 - confidence) / 2
+    low = 0.0 if k == 0 else float(stats.beta.ppf(tail, k, n - k + 1))
+    high = 1.0 if k == n else float(stats.beta.ppf(1 - tail, k + 1, n - k))
+    return low, high
+
+
+def order_statistic_ranks(n: int, confidence: float) -> tuple[int, float]:
+    """The largest r with P(x_(r) <= median <= x_(n+1-r)) >= confidence for n continuous units, and that
+    coverage 1 - 2 P(Binomial(n, 1/2) <= r - 1); r = 1 ([min, max]) with its coverage when none reaches it."""
+    best = (1, 1 - 2 * 0.5 ** n)
+    for r in range(2, (n + 1) // 2 + 1):
+        coverage = 1 - 2 * float(stats.binom.cdf(r - 1, n, 0.5))
+        if coverage < confidence:
+            break
+        best = (r, coverage)
+    return best
+
+
+@functools.cache
+def _every_sign_pattern(n: int) -> np.ndarray:
+    return np.array(list(itertools.product((1.0, -1.0), repeat=n)))
+
+
+def sign_flip_p_values(values: Sequence[float], threshold: float, rng: np.random.Generator) -> tuple[float, float]:
+    """One-sided p-values of the sum of (value - threshold) under random signs: (P(T >= observed),
+    P(T <= observed)); exact over all 2^n patterns up to EXACT_SIGN_FLIP_UNITS units, else estimated from
+    SIGN_FLIP_DRAWS random ones. The smallest possible is 1 / 2^n."""
+    shifted = np.asarray(values, dtype=float) - threshold
+    n = len(shifted)
+    if n <= EXACT_SIGN_FLIP_UNITS:
+        signs = _every_sign_pattern(n)
+    else:  # the observed pattern (all +1) is always among them
+        signs = np.vstack([np.ones(n), rng.choice((1.0, -1.0), size=(SIGN_FLIP_DRAWS - 1, n))])
+    sums, observed = signs @ shifted, shifted.sum()
+    tolerance = 1e-12 * max(1.0, float(np.abs(shifted).sum()))
+    return float((sums >= observed - tolerance).mean()), float((sums <= observed + tolerance).mean())
+
+
+def _student_t(c: Declared, m: Measurement) -> Interval:
+    ends, units, df, se = _jackknife(m.measured[c.quantity], m.left_out, c.quantity, m.cfg.confidence)
+    return Interval(*(_clip(*ends, c.bounds) if ends else (None, None)), m.cfg.confidence, units, df, se)
+
+
+def _log_student_t(c: Declared, m: Measurement) -> Interval:
+    ends, units, df, se = _jackknife(m.measured[c.quantity], m.left_out, c.quantity, m.cfg.confidence, _log)
+    ends = _clip(math.exp(ends[0]), math.exp(ends[1]), c.bounds) if ends else (None, None)
+    return Interval(*ends, m.cfg.confidence, units, df, se)
+
+
+def _clopper_pearson(c: Declared, m: Measurement) -> Interval:
+    value, n = m.measured[c.quantity], len(m.samples[c.group])
+    if value is None:
+        return Interval(None, None, None, {})
+    k = round(value * n)
+    if abs(value * n - k) > 1e-9:
+        raise ValueError(f"{c.quantity} = {value} is not a share of the {n} units of {c.group}")
+    return Interval(*clopper_pearson(k, n, m.cfg.confidence), m.cfg.confidence, {c.group: n},
+                    standard_error=math.sqrt(max(value * (1 - value), 0.25 / n) / n))
+
+
+def _order_statistics(c: Declared, m: Measurement) -> Interval:
+    values = m.per_unit(c.quantity, c.group)
+    if None in values:  # truly undefined on some seed (a censored one is infinite, not None)
+        return Interval(None, None, None, {})
+    ordered = sorted(values)
+    r, coverage = order_statistic_ranks(len(ordered), m.cfg.confidence)
+    finite = [v for v in ordered if math.isfinite(v)]
+    # the standard error of a median, 1.2533 sd / sqrt(n) for normal units: for planning seeds only
+    se = 1.2533 * float(np.std(finite, ddof=1)) / math.sqrt(len(finite)) if len(finite) > 1 else None
+    return Interval(*_clip(ordered[r - 1], ordered[-r], c.bounds), coverage,
+                    {c.group: len(ordered)} if ordered[0] != ordered[-1] else {}, standard_error=se)
+
+
+def _sign_flip(c: Declared, m: Measurement) -> Interval:
+    """The Student-t interval, shown, and the sign-flip p-values, which decide."""
+    interval = _student_t(c, m)
+    values = m.per_unit(c.quantity, c.group)
+    if None in values or not all(math.isfinite(v) for v in values):
+        return interval
+    rng = np.random.default_rng([m.cfg.seed, zlib.crc32(f"{m.key}{c.quantity}".encode())])
+    return replace(interval, p_values=sign_flip_p_values(values, c.threshold, rng),
+                   exact=len(values) <= EXACT_SIGN_FLIP_UNITS)
+
+
+def _percentile_bootstrap(c: Declared, m: Measurement) -> Interval:
+    """The order statistics just outside each tail of the resamples, so that an infinite, censored value
+    stays infinite; the resamples' standard deviation plans seeds. Unmeasurable resamples are counted, not
+    dropped: when more of them than one tail's share, the interval cannot be placed."""
+    values = np.asarray([math.nan if r[c.quantity] is None else float(r[c.quantity]) for r in m.resampled])
+    unmeasured = int(np.isnan(values).sum())
+    finite = values[~np.isnan(values)]
+    if unmeasured > m.cfg.tail * len(values) or not len(finite):
+        return Interval(None, None, m.cfg.confidence, {}, unmeasured=unmeasured)
+    low = float(np.quantile(finite, m.cfg.tail, method="lower"))
+    high = float(np.quantile(finite, 1 - m.cfg.tail, method="higher"))
+    spread = float(np.std(finite)) if np.isfinite(finite).all() else None
+    return Interval(*_clip(low, high, c.bounds), m.cfg.confidence, m.moving() if low != high else {},
+                    standard_error=spread, unmeasured=unmeasured)
+
+
+@dataclass(frozen=True)
+class Method:
+    """One row of the table: the method's name (claims.json's `method`), the function that makes the
+    interval, what the kind is and how the method treats it (REPORT.md's header), and what it assumes of
+    the units."""
+
+    name: str
+    interval: Callable[[Declared, Measurement], Interval]
+    description: str
+    assumptions: str
+
+
+METHODS = {
+    MEAN: Method("Student-t", _student_t,
+                 "a mean over seeds, or a difference of groups' means: Student-t with the delete-one jackknife's "
+                 "standard error (exactly Student-t's for one group, Welch's for a difference of groups)",
+                 "independent seeds whose mean is close to normal: roughly symmetric units without heavy tails "
+                 "(units of skewness 1 miss on their long side up to twice the tail, tests/core/test_coverage.py)"),
+    LOG: Method("Student-t, log scale", _log_student_t,
+                "a positive, skewed quantity (a ratio, an eigenvalue): the same Student-t interval on the log of "
+                "the quantity, exponentiated",
+                "independent seeds, a positive quantity whose log is close to normal (a geometric mean of "
+                "lognormal units, not an arithmetic mean of skewed ones)"),
+    SHARE: Method("Clopper-Pearson", _clopper_pearson,
+                  "a share of seeds (a yes or no per seed): the exact binomial interval, at least its nominal "
+                  "coverage and always inside [0, 1]",
+                  "independent seeds, each a yes or no with the same chance; no shape"),
+    MEDIAN: Method("order statistics", _order_statistics,
+                   "a median over seeds: the distribution-free interval between two of the seeds' ordered values (a "
+                   "censored seed ordered at its infinite end), as near its nominal coverage as the seeds allow (at "
+                   "5 seeds [min, max] covers 93.75%)",
+                   "independent seeds from one continuous distribution (ties make it conservative); no shape"),
+    PAIRED: Method("sign-flip", _sign_flip,
+                   "a direction measured within each seed (a difference on the same seed): decided by the sign-flip "
+                   "test of the seeds' values against the threshold, one-sided each way, not by the interval shown "
+                   "beside it (Student-t's, for the size of the effect); the test is exact, over all 2^n sign "
+                   f"patterns, up to {EXACT_SIGN_FLIP_UNITS} seeds, and above {EXACT_SIGN_FLIP_UNITS} estimates its "
+                   f"p-values from {SIGN_FLIP_DRAWS:,} random sign patterns",
+                   "independent seeds whose values, where the effect sits on the threshold, are symmetric about it "
+                   "(the sign-flip null); the interval shown assumes what a mean's does"),
+    STEP: Method("percentile bootstrap", _percentile_bootstrap,
+                 "a step statistic over the whole grid (an indicator, a first sample size reached), whose "
+                 "leave-one-out values do not move: the percentile bootstrap over seeds, its ends the order "
+                 "statistics outside the tails",
+                 "independent seeds, enough of them that resampling them stands for drawing new ones (over 3 "
+                 "seeds a percentile bootstrap covers about 75%)"),
+}
+
+
+def method_name(kind: str, interval: Interval) -> str:
+    """The method's name as claims.json records it: a sign-flip test says whether it was exact."""
+    name = METHODS[kind].name
+    if interval.exact is None:
+        return name
+    return f"exact {name}" if interval.exact else f"{name}, {SIGN_FLIP_DRAWS:,} random sign patterns"
+
+
+def smallest_decisive_units(kind: str, confidence: float) -> int:
+    """The fewest seeds at which the kind's exact method can decide at all: 2^-n <= the tail for a sign-flip
+    test; [min, max] reaching the nominal coverage for a median; two for the others."""
+    tail = (1 - confidence) / 2
+    if kind == PAIRED:
+        return math.ceil(math.log2(1 / tail))
+    if kind == MEDIAN:
+        return next(n for n in range(2, 64) if 1 - 2 * 0.5 ** n >= confidence)
+    return 2
