@@ -427,13 +427,15 @@ def _faulty(target: Path, edit):
         target.write_bytes(original)
 
 
-def _flip_verdict(claim_id: str):
-    def flip(text: str) -> str:
+def _flip_verdict_and_move_a_number(claim_id: str, other_claim_id: str, quantity: str):
+    """Flips one claim's stored verdict and moves a described number of another (no criterion reads it)."""
+    def tamper(text: str) -> str:
         stored = json.loads(text)
         record = next(c for c in stored["claims"] if c["id"] == claim_id)
         record["verdict"] = {HOLDS: FAILS, FAILS: HOLDS, INCONCLUSIVE: HOLDS}[record["verdict"]]
+        next(c for c in stored["claims"] if c["id"] == other_claim_id)["measured"][quantity] += 0.01
         return json.dumps(stored)
-    return flip
+    return tamper
 
 
 def _drop_last_row(text: str) -> str:
@@ -449,7 +451,7 @@ def _lower_a_stored_accuracy(text: str) -> str:
 # Each is caught alone; planted together, on artifacts that no two of them read, one verify run must
 # name them all. JSL-3 reads only the control stage's metrics, which none of the others touch.
 TAMPERINGS = [
-    (artifact("claims"), _flip_verdict("JSL-3"), f"JSL-3: {artifact('claims')} does not match the artifacts"),
+    (artifact("claims"), _flip_verdict_and_move_a_number("JSL-3", "LI-3", "all_query_cap"), "JSL-3: verdict "),
     (artifact("sparsify_runs"), _drop_last_row, "stage sparsify is out of date"),
     (artifact("phase_metrics"), None, f"{artifact('phase_metrics')}: missing; run `dvc repro phase_fit`"),
     (artifact("real_metrics") / "vit_natural.json", _lower_a_stored_accuracy, "seed_0's test accuracy"),
@@ -467,6 +469,7 @@ def test_verify_names_everything_that_was_tampered_with(repo):
     problems = [line for line in run.stdout.splitlines() if line.startswith("problem:")]
     for _, _, expected in TAMPERINGS:
         assert any(expected in line for line in problems), (expected, run.stdout)
+    assert any(line.startswith("problem: LI-3: all_query_cap = ") for line in problems), run.stdout  # named, not "differs"
 
 
 def _truncate(data: bytes) -> bytes:

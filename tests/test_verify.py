@@ -31,10 +31,10 @@ stages:
 # the stage-times block verify reads a rebuild's cost from: `make` took 2 minutes
 GUIDE = """\
 <!-- BEGIN stage-times -->
-| stage | seconds | finished (UTC) |
-| --- | ---: | --- |
-| `make` | 120.0 | 2026-01-01T00:00:00+00:00 |
-| `measure` | 0.5 | 2026-01-01T00:00:01+00:00 |
+| stage | seconds | load average: start / mean / max | finished (UTC) |
+| --- | ---: | --- | --- |
+| `make` | 120.0 | 0.10 / 1.00 / 1.20 | 2026-01-01T00:00:00+00:00 |
+| `measure` | 0.5 | 0.10 / 0.10 / 0.10 | 2026-01-01T00:00:01+00:00 |
 <!-- END stage-times -->
 """
 
@@ -150,10 +150,47 @@ def test_dvc_status_is_said_in_words_not_as_a_python_repr():
 def test_the_table_and_a_rerun_comparison_take_each_quantity_from_its_check_not_its_label():
     """A label that does not begin with its quantity still names the right number, here and against
     another revision's record."""
-    check = {"quantity": "gain", "threshold": "> 0", "interval": [0.1, 0.3]}
-    record = {"id": "T-1", "verdict": "holds", "measured": {"gain": 0.2}, "criteria": {"> 0, measured as gain": check}}
+    check = {"quantity": "gain", "threshold": "> 0", "interval": [0.1, 0.3], "verdict": "holds"}
+    record = {"id": "T-1", "verdict": "holds", "measured": {"gain": 0.2}, "criteria": {"> 0, measured as gain": check},
+              "conditions": {}}
     other = {**record, "measured": {"gain": 5.0}}
     assert verify.disagreements(record, other, "main") == [
         "T-1: gain = 0.2 here, 5 at main: differs by 4.8, beyond the tolerance 0.1"]
     assert verify.disagreements(record, record, "main") == []
     assert "gain = 0.2 [0.1, 0.3] (> 0)" in verify._table([{"claim": "T-1", "record": record, "agrees": True}])
+
+
+def test_against_a_revision_in_an_unbuilt_clone_is_not_built_and_never_verified(clone, monkeypatch, capsys):
+    """Unbuilt, the claims come from the committed tables: comparing them with a commit compares the
+    commit with itself, so nothing is verified."""
+    code, lines = _main(clone, monkeypatch, capsys, "--against", "HEAD")
+    assert code == NOT_BUILT, lines
+    assert any(line.startswith("nothing built to compare with HEAD") for line in lines)
+    assert not any("verified" in line for line in lines), lines
+
+
+def test_a_re_derived_record_that_differs_names_each_number_that_changed_and_no_other():
+    stored = {"id": "T-1", "verdict": "holds", "measured": {"gain": 0.2, "cap": 0.5, "share": None}}
+    record = {**stored, "measured": {"gain": 0.2, "cap": 0.45, "share": None}}
+    [said] = verify.changed_numbers(record, stored)
+    assert said.startswith("T-1: cap = 0.45 re-derived from the artifacts, 0.5 in reports/claims.json")
+    flipped = verify.changed_numbers({**record, "verdict": "inconclusive"}, stored)
+    assert flipped[0] == "T-1: verdict inconclusive re-derived from the artifacts, holds in reports/claims.json"
+    assert verify.changed_numbers(stored | {"statement": "reworded"}, stored)[0].endswith(
+        "differs from the re-derived one in its text, not in a number; run `dvc repro report`")
+    assert verify.changed_numbers(record, {}) == ["T-1: not in reports/claims.json; run `dvc repro report`"]
+
+
+def test_the_table_fits_120_columns_and_shows_each_condition_with_its_verdict():
+    long_name = "a_quantity_with_a_name_long_enough_to_need_wrapping_" * 2
+    check = {"quantity": long_name, "threshold": ">= 0.05", "interval": [0.0123456, 0.0987654], "verdict": "inconclusive"}
+    record = {"id": "T-1", "verdict": "inconclusive", "measured": {long_name: 0.048, "gain": 0.2},
+              "criteria": {"gain > 0": {"quantity": "gain", "threshold": "> 0", "interval": [0.1, 0.3],
+                                        "verdict": "holds"}},
+              "conditions": {"the marker costs": check}}
+    lines = verify._table([{"claim": "T-1", "record": record, "agrees": False}]).splitlines()
+    assert max(map(len, lines)) <= verify.WIDTH
+    assert "T-1    inconclusive    DIFFERS" in lines
+    assert "       criterion gain = 0.2 [0.1, 0.3] (> 0): holds" in lines
+    shown = " ".join(line.strip() for line in lines)
+    assert f"condition {long_name} = 0.048" in shown and "(>= 0.05): inconclusive" in shown
