@@ -525,21 +525,47 @@ def test_verify_names_an_edited_but_readable_checkpoint(repo):
     assert "stage train_real@vit-natural is out of date" in run.stdout and "vit_natural" in run.stdout
 
 
+def _commit_and_clone(repo, tmp_path):
+    """The run committed, and a fresh clone of it (no DVC cache)."""
+    _run(["git", "add", "-A"], repo)
+    _run(["git", "commit", "-qm", "results", "--allow-empty"], repo)
+    _run(["git", "clone", "-q", str(repo), str(tmp_path / "clone")], tmp_path)
+    return tmp_path / "clone"
+
+
+def _pull_and_verify(clone, *remote):
+    """`dvc pull`: nothing is out of date and verify passes."""
+    _dvc("pull", *remote, cwd=clone)
+    assert _dvc("status", "-q", cwd=clone, check=False).returncode == 0
+    run = _verify(clone)
+    assert run.returncode == 0 and "problem:" not in run.stdout, run.stdout
+
+
 @pytest.mark.pipeline
 def test_remote_round_trip_needs_no_recomputation(repo, tmp_path):
     """push to a local DVC remote, clone afresh, pull: verify passes and nothing is out of date."""
     remote = tmp_path / "remote"
     _dvc("remote", "add", "--local", "-f", "storage", str(remote), cwd=repo)
-    _run(["git", "add", "-A"], repo)
-    _run(["git", "commit", "-qm", "results", "--allow-empty"], repo)
+    clone = _commit_and_clone(repo, tmp_path)
     _dvc("push", "-r", "storage", cwd=repo)
-    clone = tmp_path / "clone"
-    _run(["git", "clone", "-q", str(repo), str(clone)], tmp_path)
     _dvc("remote", "add", "--local", "storage", str(remote), cwd=clone)
-    _dvc("pull", "-r", "storage", cwd=clone)
-    assert _dvc("status", "-q", cwd=clone, check=False).returncode == 0
-    run = _verify(clone)
-    assert run.returncode == 0 and "problem:" not in run.stdout, run.stdout
+    _pull_and_verify(clone, "-r", "storage")
+
+
+@pytest.mark.pipeline
+def test_the_bundle_of_the_committed_run_needs_no_recomputation(repo, tmp_path):
+    """`python -m vitheory.bundle make` where the run was made; in a fresh clone, `use` it and `dvc pull`:
+    verify passes and nothing is out of date. The tar is git-ignored where it is made."""
+    clone = _commit_and_clone(repo, tmp_path)
+    _run([sys.executable, "-m", "vitheory.bundle", "make"], repo)
+    tar = repo / f"vitheory-run-{_run(['git', 'rev-parse', 'HEAD'], repo).stdout.strip()[:12]}.tar"
+    assert not _run(["git", "status", "--porcelain", "--", tar.name, f"{tar.name}.sha256"], repo).stdout
+    shutil.move(tar, tmp_path)  # the reviewer's download
+    shutil.move(f"{tar}.sha256", tmp_path)
+    used = _run([sys.executable, "-m", "vitheory.bundle", "use", str(tmp_path / tar.name)], clone)
+    assert used.stdout.strip().endswith("now: `dvc pull && python -m vitheory.verify`"), used.stdout
+    _pull_and_verify(clone)
+    assert not _run(["git", "status", "--porcelain"], clone).stdout  # the bundle's folder and remote: ignored
 
 
 METRICS = {str(artifact("verdicts")), str(artifact("measured"))}
