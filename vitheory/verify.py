@@ -163,7 +163,7 @@ def not_built_line(root: Path, state: LockState, skipped: list[str]) -> str:
         return said + "; `dvc checkout` restores them from DVC's cache"
     seconds = rebuild_seconds(root, state.unbuilt)
     cost = f" (~{seconds / 60:.0f} min, docs/REVIEWING.md)" if seconds is not None else ""
-    return said + f"; get them with `dvc pull` from a remote, or `dvc repro`{cost}"
+    return said + f"; get them with `dvc pull` (from a remote, or a bundle: README) or `dvc repro`{cost}"
 
 
 def verify(root: Path = Path(".")) -> tuple[list[dict[str, Any]], list[str], LockState, list[str]]:
