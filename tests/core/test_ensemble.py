@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from vitheory.core.device import seeded
@@ -121,3 +122,13 @@ def test_one_input_expanded_over_members_gives_what_copies_give():
         grads = [torch.autograd.grad(out.pow(2).sum(), list(ensemble.params.values())) for out in outputs]
         for a, b in zip(*grads):  # equal to float32 rounding of the largest entry (cubic outputs)
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5 * b.abs().max().item())
+
+
+def test_a_model_without_learning_rate_groups_is_refused_in_one_line():
+    """train_ensemble's rates are per parameter group (the Member protocol): a plain module is named, not
+    trained with a KeyError deep in the step."""
+    ensemble = Ensemble([torch.nn.Linear(16, 1)])
+    cfg = SGDConfig(steps=1, batch_size=None, lr={"mlp": 0.1}, eval_every=1)
+    data = Stacked.pad([(torch.randn(4, 16), torch.ones(4))])
+    with pytest.raises(TypeError, match=r"^Linear has no param_group\(name\): [^\n]*Member\)$"):
+        train_ensemble(ensemble, data, [0], cfg, progress=False)

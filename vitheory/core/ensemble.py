@@ -14,7 +14,7 @@ import copy
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol, runtime_checkable
 
 import torch
 import torch.nn.functional as F
@@ -26,15 +26,23 @@ from vitheory.core.errors import TrainingDiverged
 from vitheory.core.metrics import sign_mistakes
 
 
+@runtime_checkable
+class Member(Protocol):
+    """What `train_ensemble` needs of a member beyond nn.Module's forward ((B, ...) inputs -> (B,)
+    outputs): the learning-rate group of each parameter, by its name (keys of `SGDConfig.lr`)."""
+
+    def param_group(self, name: str) -> str: ...
+
+
 class Ensemble:
-    """E models of one class with stacked weights: `params[name]` has shape (E, *shape)."""
+    """E models of one class with stacked weights: `params[name]` has shape (E, *shape), as do the
+    buffers (a BatchNorm's running statistics are each member's own)."""
 
     def __init__(self, models: Sequence[nn.Module]):
         params, buffers = stack_module_state(list(models))
         self.params = {name: p.detach().requires_grad_() for name, p in params.items()}
         self.buffers = buffers
         self._template = copy.deepcopy(models[0]).to("meta")
-        self._groups = {name: models[0].param_group(name) for name in self.params}
 
     def __len__(self) -> int:
         return next(iter(self.params.values())).shape[0]
@@ -53,13 +61,24 @@ class Ensemble:
             return vmap(one, in_dims=(0, 0, None))(params, buffers, x[0])
         return vmap(one)(params, buffers, x)
 
+    def train(self, mode: bool = True) -> Ensemble:
+        """Training or evaluation mode for every member (BatchNorm's batch or running statistics)."""
+        self._template.train(mode)
+        return self
+
     def group(self, name: str) -> str:
-        return self._groups[name]
+        if not isinstance(self._template, Member):
+            raise TypeError(f"{type(self._template).__name__} has no param_group(name): train_ensemble needs each "
+                            "parameter's learning-rate group (vitheory.core.ensemble.Member)")
+        return self._template.param_group(name)
+
+    def state(self, index: int) -> dict[str, torch.Tensor]:
+        """Member `index`'s parameters and buffers, by name: a state dict of one model."""
+        return {name: t[index].detach() for name, t in {**self.params, **self.buffers}.items()}
 
     def member(self, index: int, model: nn.Module) -> nn.Module:
         """`model` (same class and config) with the weights of member `index`."""
-        state = {name: t[index].detach().clone() for name, t in {**self.params, **self.buffers}.items()}
-        model.load_state_dict(state)
+        model.load_state_dict({name: t.clone() for name, t in self.state(index).items()})
         return model.eval()
 
 
@@ -154,116 +173,159 @@ def subsample_tokens(x: torch.Tensor, fraction: float, generator: torch.Generato
     return x.gather(1, order.to(x.device)[..., None].expand(-1, -1, x.shape[-1]))
 
 
+def choose_batch(data: Stacked, live: torch.Tensor, cfg: SGDConfig, generators: Sequence[torch.Generator]
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One step's inputs, labels and scored rows (x, y, valid) for the `live` members: each one's whole
+    set (full batch) or `cfg.batch_size` rows drawn from it by its own generator, which then also
+    subsamples its tokens (`cfg.token_fraction`)."""
+    if cfg.batch_size is None and len(live) == len(data.n):  # no copy: the data may be one set expanded E times
+        x, y, valid = data.X, data.y, _valid_rows(data.y, data.n)
+    elif cfg.batch_size is None:
+        x, y, valid = data.X[live], data.y[live], _valid_rows(data.y[live], data.n[live])
+    else:
+        idx = torch.stack([torch.randint(0, int(data.n[i]), (cfg.batch_size,), generator=generators[i])
+                           for i in live.tolist()]).to(data.X.device)
+        x, y = data.X[live[:, None], idx], data.y[live[:, None], idx]  # (E_live, B, ...)
+        valid = torch.ones_like(y, dtype=torch.bool)
+    if cfg.token_fraction < 1:
+        x = torch.stack([subsample_tokens(x[j], cfg.token_fraction, generators[i])
+                         for j, i in enumerate(live.tolist())])
+    return x, y, valid
+
+
+class MemberStep:
+    """The optimiser of every member at once: SGD, or Adam with per-member moments and step counts,
+    each parameter at its group's rate (`SGDConfig.lr`); a member not moving keeps all of it as it is."""
+
+    def __init__(self, ensemble: Ensemble, cfg: SGDConfig):
+        self.params = list(ensemble.params.values())
+        self.rates = [cfg.lr[ensemble.group(name)] for name in ensemble.params]
+        self.adam = cfg.optimizer == "adam"
+        self.first = [torch.zeros_like(p) for p in self.params]
+        self.second = [torch.zeros_like(p) for p in self.params]
+        self.count = [torch.zeros(len(ensemble), device=p.device) for p in self.params]
+
+    @torch.no_grad()
+    def __call__(self, grads: Sequence[torch.Tensor], moving: torch.Tensor) -> None:
+        """One step from each parameter's gradient `grads`; `moving` (E,) bool, the members that step."""
+        for k, (p, g, lr) in enumerate(zip(self.params, grads, self.rates)):
+            shape = (-1, *[1] * (g.dim() - 1))
+            moves = moving.view(shape)
+            if not self.adam:
+                p.sub_(lr * g.where(moves, 0))
+                continue
+            self.first[k].lerp_(g, torch.where(moves, 1 - ADAM_BETAS[0], 0.0))
+            self.second[k].lerp_(g * g, torch.where(moves, 1 - ADAM_BETAS[1], 0.0))
+            self.count[k] += moves.squeeze()
+            corrected = (self.first[k] / (1 - ADAM_BETAS[0] ** self.count[k].clamp(min=1)).view(shape)) / (
+                (self.second[k] / (1 - ADAM_BETAS[1] ** self.count[k].clamp(min=1)).view(shape)).sqrt() + ADAM_EPS)
+            p.sub_(lr * corrected.where(moves, 0))
+
+
+class Stopping:
+    """Which members still train, and per member what the `Outcome` reports. A member stops at a check
+    where its loss is zero on all its data (`SGDConfig.stop_at_zero_loss`: its gradient is zero) or at
+    a step where its loss turns non-finite (`SGDConfig.stop_diverged`)."""
+
+    def __init__(self, ensemble: Ensemble, data: Stacked, test: Stacked | None, cfg: SGDConfig):
+        self.ensemble, self.data, self.test, self.cfg = ensemble, data, test, cfg
+        E = len(ensemble)
+        self.active = torch.ones(E, dtype=torch.bool, device=data.X.device)
+        self.outcome = Outcome([cfg.steps] * E, [-1] * E, [-1] * E, [False] * E)
+
+    def live(self) -> torch.Tensor:
+        """Indices of the members that still train (members that stopped cost nothing)."""
+        return self.active.nonzero().squeeze(1)
+
+    def check(self, step: int) -> None:
+        """Record zero training (and test) error, and stop the members with zero loss."""
+        # a stopped member has zero loss, hence zero error already recorded: only live ones are checked
+        live, data = self.live(), self.data
+        loss, error = loss_and_error(self.ensemble, data.X[live], data.y[live], data.n[live], members=live,
+                                     loss=self.cfg.loss)
+        if self.test is not None:
+            self._check_test(step)
+        for j, i in enumerate(live.tolist()):
+            if self.outcome.steps_to_zero_train_error[i] < 0 and error[j] == 0:
+                self.outcome.steps_to_zero_train_error[i] = step
+            if self.cfg.stop_at_zero_loss and loss[j] == 0:
+                self.active[i], self.outcome.steps_run[i] = False, step
+
+    def _check_test(self, step: int) -> None:
+        """Record the step for live members that reach zero test error now. Exact and cheap: a member
+        with an error among its first TEST_SCREEN test examples cannot have zero test error, so only
+        the others are evaluated on their whole test set."""
+        reached, test = self.outcome.steps_to_zero_test_error, self.test
+        waiting = [i for i in self.live().tolist() if reached[i] < 0]
+        if not waiting:
+            return
+        members = torch.tensor(waiting, device=self.active.device)
+        screen = min(TEST_SCREEN, test.X.shape[1])
+        _, screened = loss_and_error(self.ensemble, test.X[members, :screen], test.y[members, :screen],
+                                     test.n[members].clamp(max=screen), members=members, loss=self.cfg.loss)
+        members = members[screened == 0]
+        if len(members):
+            _, error = loss_and_error(self.ensemble, test.X[members], test.y[members], test.n[members],
+                                      members=members, loss=self.cfg.loss)
+            for i in members[error == 0].tolist():
+                reached[i] = step
+
+    def freeze_diverged(self, live: torch.Tensor, finite: torch.Tensor, step: int) -> None:
+        """Stop the live members whose loss at `step` is not finite (`finite` (E_live,)), where they were."""
+        for i in live[~finite].tolist():
+            self.active[i], self.outcome.steps_run[i], self.outcome.diverged[i] = False, step - 1, True
+
+
+def _diverged(desc: str, loss: torch.Tensor, live: torch.Tensor, step: int, seeds: Sequence[int],
+              cfg: SGDConfig) -> TrainingDiverged:
+    """The error for the first live member whose loss (E_live,) is not finite, naming the rates to lower."""
+    j = int((~torch.isfinite(loss)).nonzero()[0])
+    bad = int(live[j])
+    rates = ", ".join(f"{(cfg.lr_keys or {}).get(group, group)} (now {lr})" for group, lr in cfg.lr.items())
+    return TrainingDiverged(f"{desc}: training loss became {loss[j].item()} at step {step} "
+                            f"(member {bad}, seed {seeds[bad]}): lower {rates}")
+
+
 def train_ensemble(ensemble: Ensemble, data: Stacked, seeds: Sequence[int], cfg: SGDConfig,
                    on_log: Callable[[int, Ensemble], None] | None = None, log_every: int = 0,
                    progress: bool = True, desc: str = "train", test: Stacked | None = None) -> Outcome:
     """Mini-batch SGD (or full-batch gradient descent) on the configured loss, each member on its own
-    data with its own generator.
+    data with its own generator: per step, `choose_batch`, one `MemberStep` for the live members, and
+    every `cfg.eval_every` steps a `Stopping` check. The members' class must be a `Member`.
 
     `on_log(step, ensemble)` is called at step 0, every `log_every` steps and at the end. With `test`
     (each member's test set), every check also records the first step with zero test error.
     Raises TrainingDiverged when a member's loss becomes non-finite.
     """
-    E, device = len(ensemble), data.X.device
     generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
-    active = torch.ones(E, dtype=torch.bool, device=device)
-    steps_run = [cfg.steps] * E
-    zero_error_step = [-1] * E
-    zero_test_error_step = [-1] * E
-    diverged = [False] * E
-    params = list(ensemble.params.values())
-    lrs = [cfg.lr[ensemble.group(name)] for name in ensemble.params]
-    # Adam's moments and step counts, per member (a frozen member's stay as they were)
-    first, second = [torch.zeros_like(p) for p in params], [torch.zeros_like(p) for p in params]
-    count = [torch.zeros(E, device=device) for _ in params]
-
-    def check_test(step: int) -> None:
-        """Record the step for live members that reach zero test error now. Exact and cheap: a member
-        with an error among its first TEST_SCREEN test examples cannot have zero test error, so only
-        the others are evaluated on their whole test set."""
-        waiting = [i for i in active.nonzero().squeeze(1).tolist() if zero_test_error_step[i] < 0]
-        if not waiting:
-            return
-        members = torch.tensor(waiting, device=device)
-        screen = min(TEST_SCREEN, test.X.shape[1])
-        _, screened = loss_and_error(ensemble, test.X[members, :screen], test.y[members, :screen],
-                                     test.n[members].clamp(max=screen), members=members, loss=cfg.loss)
-        members = members[screened == 0]
-        if len(members):
-            _, error = loss_and_error(ensemble, test.X[members], test.y[members], test.n[members], members=members,
-                                      loss=cfg.loss)
-            for i in members[error == 0].tolist():
-                zero_test_error_step[i] = step
-
-    def check(step: int) -> None:
-        # a stopped member has zero loss, hence zero error already recorded: only live ones are checked
-        live = active.nonzero().squeeze(1)
-        loss, error = loss_and_error(ensemble, data.X[live], data.y[live], data.n[live], members=live,
-                                     loss=cfg.loss)
-        if test is not None:
-            check_test(step)
-        for j, i in enumerate(live.tolist()):
-            if zero_error_step[i] < 0 and error[j] == 0:
-                zero_error_step[i] = step
-            if cfg.stop_at_zero_loss and loss[j] == 0:
-                active[i], steps_run[i] = False, step
-
+    stopping, member_step = Stopping(ensemble, data, test, cfg), MemberStep(ensemble, cfg)
     if on_log:
         on_log(0, ensemble)
-    check(0)
+    stopping.check(0)
     last_step = logged_step = 0
     bar = tqdm(range(1, cfg.steps + 1), desc=desc, disable=not progress, mininterval=1.0)
     for step in bar:
-        if not active.any():
+        if not stopping.active.any():
             break  # every member has zero loss: nothing would change any more
-        live = active.nonzero().squeeze(1)  # members that stopped cost nothing
-        if cfg.batch_size is None and len(live) == E:  # no copy: the data may be one set expanded E times
-            x, y, valid = data.X, data.y, _valid_rows(data.y, data.n)
-        elif cfg.batch_size is None:
-            x, y, valid = data.X[live], data.y[live], _valid_rows(data.y[live], data.n[live])
-        else:
-            idx = torch.stack([torch.randint(0, int(data.n[i]), (cfg.batch_size,), generator=generators[i])
-                               for i in live.tolist()]).to(device)
-            x, y = data.X[live[:, None], idx], data.y[live[:, None], idx]  # (E_live, B, ...)
-            valid = torch.ones_like(y, dtype=torch.bool)
-        if cfg.token_fraction < 1:
-            x = torch.stack([subsample_tokens(x[j], cfg.token_fraction, generators[i])
-                             for j, i in enumerate(live.tolist())])
+        live = stopping.live()
+        x, y, valid = choose_batch(data, live, cfg, generators)
         per_example = LOSSES[cfg.loss](ensemble(x, members=live), y)
         loss = per_example.where(valid, 0).sum(1) / valid.sum(1)  # (E_live,)
         finite = torch.isfinite(loss)
         if not finite.all() and not cfg.stop_diverged:
-            j = int((~finite).nonzero()[0])
-            bad = int(live[j])
-            rates = ", ".join(f"{(cfg.lr_keys or {}).get(group, group)} (now {lr})" for group, lr in cfg.lr.items())
-            raise TrainingDiverged(f"{desc}: training loss became {loss[j].item()} at step {step} "
-                                   f"(member {bad}, seed {seeds[bad]}): lower {rates}")
-        for i in live[~finite].tolist():  # frozen where it diverged, reported in the outcome
-            active[i], steps_run[i], diverged[i] = False, step - 1, True
-        grads = torch.autograd.grad(loss.where(finite, 0).sum(), params)
-        with torch.no_grad():
-            for k, (p, g, lr) in enumerate(zip(params, grads, lrs)):
-                moving = active.view(-1, *[1] * (g.dim() - 1))  # no step for frozen members
-                if cfg.optimizer == "adam":
-                    first[k].lerp_(g, torch.where(moving, 1 - ADAM_BETAS[0], 0.0))
-                    second[k].lerp_(g * g, torch.where(moving, 1 - ADAM_BETAS[1], 0.0))
-                    count[k] += moving.squeeze()
-                    shape = (-1, *[1] * (g.dim() - 1))
-                    corrected = (first[k] / (1 - ADAM_BETAS[0] ** count[k].clamp(min=1)).view(shape)) / (
-                        (second[k] / (1 - ADAM_BETAS[1] ** count[k].clamp(min=1)).view(shape)).sqrt() + ADAM_EPS)
-                    p.sub_(lr * corrected.where(moving, 0))
-                else:
-                    p.sub_(lr * g.where(moving, 0))
+            raise _diverged(desc, loss, live, step, seeds, cfg)
+        stopping.freeze_diverged(live, finite, step)  # reported in the outcome
+        member_step(torch.autograd.grad(loss.where(finite, 0).sum(), member_step.params), stopping.active)
         last_step = step
         if step % cfg.eval_every == 0 or step == cfg.steps:
-            check(step)
-            bar.set_postfix(active=int(active.sum()), refresh=False)
+            stopping.check(step)
+            bar.set_postfix(active=int(stopping.active.sum()), refresh=False)
         if on_log and step % log_every == 0:
             on_log(step, ensemble)
             logged_step = step
     if on_log and logged_step != last_step:
         on_log(last_step, ensemble)
-    return Outcome(steps_run, zero_error_step, zero_test_error_step, diverged)
+    return stopping.outcome
 
 
 def chunk_plan(n_members: int, device: torch.device) -> tuple[int, int]:

@@ -31,6 +31,7 @@ from vitheory.core.history import log_step
 from vitheory.core.metrics import class_mistakes
 from vitheory.core.processes import worker_pool
 from vitheory.core.resume import Resume, RunState
+from vitheory.images.batched import train_batched
 from vitheory.images.datasets import Images, load_prepared
 from vitheory.images.models import ARCHITECTURES
 from vitheory.images.params import RealTrainParams
@@ -277,7 +278,10 @@ def run_task(task: FitTask, device: str, progress: bool = True) -> FitResult:
 def run_tasks(tasks: Sequence[FitTask], device: torch.device, progress: bool = True) -> list[FitResult]:
     """Every task, in order of `tasks`. On a CPU, one single-thread worker process per core runs them
     side by side (measured here: faster than one process using both cores for models this small, see
-    benchmarks/image_trainer.py); on a GPU they run one after the other."""
+    benchmarks/image_trainer.py); on a GPU each family of seeds trains as one batched model (vitheory.images.batched),
+    without real.compile, else one after the other."""
+    if device.type == "cuda" and not any(task.cfg.compile for task in tasks):
+        return [FitResult(*result) for result in train_batched(tasks, device, progress)]
     workers = min(len(tasks), len(os.sched_getaffinity(0)))
     # the stage's overall bar, over its trainings (each training has its own, by epoch)
     overall = partial(tqdm, total=len(tasks), desc=f"{len(tasks)} trainings", disable=not progress, mininterval=1.0)

@@ -213,6 +213,7 @@ class SparsifyParams(Section):
     seeds: int = knob(at_least(1))
     steps: int = knob(at_least(1))
     batch_size: int = knob(at_least(1))
+    eval_every: int = knob(at_least(1))  # steps between the checks that stop a member at zero training loss
     vit: ViTRecipe = knob()
 
     def relations(self) -> Iterator[Violation]:
