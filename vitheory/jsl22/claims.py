@@ -1,4 +1,4 @@
-"""[JSL22] claims JSL-1 to JSL-6: statements, the numbers that measure them, thresholds and regimes."""
+"""[JSL22] claims JSL-1 to JSL-8: statements, the numbers that measure them, thresholds and regimes."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from vitheory.core.claims import (
 from vitheory.core.errors import ArtifactError
 from vitheory.core.figures import figure_path
 from vitheory.core.paths import artifact, run_name, runs
+from vitheory.core.units import seed_units
 from vitheory.images.params import training_regime
 from vitheory.jsl22 import figures, pos_dim
 from vitheory.jsl22.training import TRANSFER_COLUMNS, samples_needed
@@ -179,8 +180,7 @@ def _jsl4_samples(root: Path) -> Samples:
     """Units: each seed's downstream runs (both methods, every n); the target error as a setting."""
     runs = read_table(root / artifact("transfer_runs"), TRANSFER_COLUMNS)
     target = read_json(root / artifact("transfer_metrics"))["target_error"]
-    seeds = sorted({run["seed"] for run in runs})
-    return {"seeds": [[run for run in runs if run["seed"] == seed] for seed in seeds], "settings": [{"target": target}]}
+    return {"seeds": seed_units(runs), "settings": [{"target": target}]}
 
 
 def _jsl4_statistics(samples: Samples) -> Measured:
@@ -282,9 +282,8 @@ def _jsl8_regime(params: Any) -> str:
 
 def _jsl8_samples(root: Path) -> Samples:
     """Units: each seed's runs at every d_p (a seed index draws its own initialisation at each width)."""
-    rows = read_table(root / artifact("pos_dim_runs"), pos_dim.COLUMNS)
-    return {"seeds": [{row["pos_dim"]: row for row in rows if row["seed"] == seed}
-                      for seed in sorted({row["seed"] for row in rows})]}
+    return {"seeds": seed_units(read_table(root / artifact("pos_dim_runs"), pos_dim.COLUMNS),
+                                lambda rows: {row["pos_dim"]: row for row in rows})}
 
 
 def _jsl8_statistics(samples: Samples) -> Measured:
