@@ -133,7 +133,8 @@ def test_the_claim_map_lists_every_stage_upstream_of_a_claims_tables():
 
 
 def test_the_readme_maps_every_claim_to_its_stages_science_and_tests():
-    rows = [row.split(" | ") for row in reviewing.blocks((ROOT / reviewing.README).read_text())["claim-code"].splitlines()[2:]]
+    block = reviewing.blocks((ROOT / reviewing.README).read_text())["claim-code"]
+    rows = [row.split(" | ") for row in block.splitlines()[2:]]
     assert [row[0].strip("| ") for row in rows] == [c.id for p in PAPERS for c in p.claims]
     for row in rows:  # a stage, a module of the science and a test file in every row
         assert row[1].startswith("`") and "`vitheory/" not in row[2] and ".py`" in row[2] and "`tests/" in row[3]
