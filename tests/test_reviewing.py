@@ -137,3 +137,25 @@ def test_the_claim_map_lists_every_stage_upstream_of_a_claims_tables():
                 writers = {w.split("@")[0] for dep in stage.get("deps", []) for w in reviewing._writers(Path(dep))}
                 assert writers - {"check_params"} <= listed, (claim, name, writers - listed)
     assert {"phase_diagram", "phase_fit"} <= rows["LI-1"] and {"train_real", "pk_train", "pk_analysis"} <= rows["PK-2"]
+
+
+def test_the_readme_maps_every_claim_to_its_stages_science_and_tests():
+    block = reviewing.blocks((ROOT / reviewing.README).read_text())["claim-code"]
+    rows = [row.split(" | ") for row in block.splitlines()[2:]]
+    assert [row[0].strip("| ") for row in rows] == [c.id for p in PAPERS for c in p.claims]
+    for row in rows:  # a stage, a module of the science and a test file in every row
+        assert row[1].startswith("`") and "`vitheory/" not in row[2] and ".py`" in row[2] and "`tests/" in row[3]
+    science = {row[0].strip("| "): row[2] for row in rows}
+    assert "`pk22/hessian.py`" in science["PK-2"] and "`li23/noise_sweep.py`" in science["LI-6"]
+
+
+def test_the_check_fails_when_the_readme_loses_a_claims_code_row(tmp_path, monkeypatch, capsys):
+    text = (ROOT / reviewing.README).read_text()
+    row = next(line for line in reviewing.blocks(text)["claim-code"].splitlines() if line.startswith("| PK-9 |"))
+    (tmp_path / reviewing.README).write_text(text.replace(row + "\n", ""))
+    for name in ("CITATION.cff", "pyproject.toml", "reports", "docs"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    monkeypatch.setattr(reviewing, "ROOT", tmp_path)
+    assert reviewing.main(["--check"]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "README.md: the claim-code block is stale; run `python -m vitheory.reviewing`"]

@@ -5,7 +5,9 @@ The guide's generated blocks: the map from each claim to the stages, artifacts, 
 rows that support it (from the paper table and dvc.yaml), the committed run's verdicts (from
 reports/verdicts.json), and the time each stage took in the last run on this machine (from what each
 stage logs of its own run, reports/timings: dvc.lock keeps no times). The README's: the committed
-run's results, claim by claim (from reports/claims.json).
+run's results, claim by claim (from reports/claims.json), and where each claim's code lives (its
+stages, the modules of the science they and its check call, and their tests; from the paper table,
+dvc.yaml and the imports).
 
     python -m vitheory.reviewing           # rewrite the blocks (the times only if a run logged them)
     python -m vitheory.reviewing --check   # exit 1 if a generated block is stale, or CITATION.cff
@@ -15,20 +17,24 @@ run's results, claim by claim (from reports/claims.json).
 from __future__ import annotations
 
 import argparse
+import functools
+import inspect
 import json
 import re
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
 
-from vitheory.core.claims import labelled_checks
+from vitheory.core.claims import Claim, labelled_checks
 from vitheory.core.artifacts import read_json
 from vitheory.core.cli import TIMINGS
 from vitheory.core.paths import ROOT, outputs, stages
 from vitheory.core.paths import artifact
 from vitheory.papers import PAPERS
+from vitheory.pipeline import direct_imports, stage_script
 from vitheory.report import fmt, interval_text
 
 GUIDE = Path("docs/REVIEWING.md")
@@ -38,6 +44,8 @@ CITATION = Path("CITATION.cff")
 CFF_REQUIRED = ("cff-version", "message", "title", "authors")
 CFF_REFERENCE_REQUIRED = ("type", "title", "authors")
 ARXIV = re.compile(r"arXiv[ :](\d{4}\.\d{4,5})")
+# the checkout whose code the README's claim-code map reads (ROOT, where the documents are, may be another)
+SOURCE = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"(<!-- BEGIN (?P<name>[\w-]+)[^>]*-->\n)(?P<body>.*?)(<!-- END (?P=name) -->)", re.S)
 
 
@@ -46,6 +54,7 @@ def _link(path: Path) -> str:
     return f"[`{path.as_posix()}`](../{path.as_posix()})"
 
 
+@functools.cache  # asked of the same paths for every claim
 def _writers(path: Path) -> list[str]:
     """The stages whose outputs are `path`, hold it, or lie inside it (a folder of per-run files)."""
     return [name for name, stage in stages().items()
@@ -67,6 +76,18 @@ def _upstream(paths: list[Path]) -> set[str]:
     return found
 
 
+def _data(claim: Claim) -> list[Path]:
+    return [path for path in claim.evidence if path.suffix != ".png"]
+
+
+def _passed(upstream: set[str]) -> list[str]:
+    """The stages a claim's numbers pass through (`upstream` of the tables it reads), in dvc.yaml's order; a
+    matrix stage by its name, all its runs meant."""
+    order = list(stages())
+    return sorted({name.split("@")[0] for name in upstream},
+                  key=lambda base: next(i for i, name in enumerate(order) if name.split("@")[0] == base))
+
+
 def claim_map() -> str:
     """One row per claim of every paper: every stage its numbers pass through (upstream of the tables it
     reads, in dvc.yaml's graph; a matrix stage by its name, all its runs meant) and `render` for its
@@ -76,15 +97,73 @@ def claim_map() -> str:
              "| --- | --- | --- | --- | --- | --- |"]
     for paper in PAPERS:
         for claim in paper.claims:
-            data = [path for path in claim.evidence if path.suffix != ".png"]
+            data = _data(claim)
             figures = [path for path in claim.evidence if path.suffix == ".png"]
-            order = list(stages())
-            passed = sorted({name.split("@")[0] for name in _upstream(data)},
-                            key=lambda base: next(i for i, name in enumerate(order) if name.split("@")[0] == base))
-            passed += (["render"] if figures else []) + ["report"]
+            passed = _passed(_upstream(data)) + (["render"] if figures else []) + ["report"]
             lines.append(f"| {claim.id} | [{paper.key}] | {', '.join(f'`{s}`' for s in passed)} | "
                          f"{'<br>'.join(map(_link, data))} | {'<br>'.join(map(_link, figures))} | "
                          f"`reports/claims.json` id {claim.id}; REPORT.md claims table and section {claim.id} |")
+    return "\n".join(lines) + "\n"
+
+
+def _package(module: str) -> str:
+    """The package of a module file of vitheory (`vitheory/pk22/hessian.py`: pk22)."""
+    return Path(module).parts[1]
+
+
+def _called(function: Callable) -> set[str]:
+    """The vitheory module files holding what `function` names itself: its globals and its closure's."""
+    names = inspect.getclosurevars(function)
+    found = set()
+    for value in (*names.globals.values(), *names.nonlocals.values()):
+        module = value if inspect.ismodule(value) else inspect.getmodule(value)
+        path = Path(getattr(module, "__file__", None) or SOURCE).resolve()
+        if path.is_relative_to(SOURCE / "vitheory"):
+            found.add(path.relative_to(SOURCE).as_posix())
+    return found
+
+
+def _science(claim: Claim, upstream: set[str]) -> list[str]:
+    """The modules of the science behind a claim: those the scripts of the stages its numbers pass through
+    (`upstream`) import themselves, and those its reader and statistics name; core/, the params and the
+    claims module (which every claim of its paper shares) left out."""
+    claims_module = inspect.getsourcefile(claim.statistics)
+    found = _called(claim.samples) | _called(claim.statistics)
+    for name in upstream:
+        found |= direct_imports(SOURCE / stage_script(stages()[name]))
+    return sorted(module for module in found if len(Path(module).parts) == 3 and _package(module) != "core"
+                  and Path(module).name != "params.py" and SOURCE / module != Path(claims_module).resolve())
+
+
+def _tests(claim: Claim, science: list[str]) -> list[str]:
+    """The test files of its science (in the tests folder of the module's package, importing it) and those of
+    its paper's tests folder that name the claim."""
+    paper = Path(inspect.getsourcefile(claim.statistics)).parent.name
+    named = re.compile(rf"\b{re.escape(claim.id)}\b")
+    return [test for test, folder, imported, text in _test_files()
+            if any(module in imported and _package(module) == folder for module in science)
+            or (folder == paper and named.search(text))]
+
+
+@functools.cache
+def _test_files() -> list[tuple[str, str, set[str], str]]:
+    """Each test file: its path, its folder's name, the vitheory modules it imports, its text."""
+    return [(test.relative_to(SOURCE).as_posix(), test.parent.name, direct_imports(test), test.read_text())
+            for test in sorted((SOURCE / "tests").rglob("test_*.py"))]
+
+
+def claim_code() -> str:
+    """The README's map from each claim to its code: the stages its numbers pass through, the modules of the
+    science (`_science`) and their tests (`_tests`)."""
+    lines = ["| claim | stages | science | tests |", "| --- | --- | --- | --- |"]
+    for paper in PAPERS:
+        for claim in paper.claims:
+            upstream = _upstream(_data(claim))
+            science = _science(claim, upstream)
+            cells = (", ".join(f"`{name}`" for name in _passed(upstream)),
+                     ", ".join(f"`{module.removeprefix('vitheory/')}`" for module in science),
+                     ", ".join(f"`{test}`" for test in _tests(claim, science)))
+            lines.append(f"| {claim.id} | {' | '.join(cells)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -198,7 +277,7 @@ def rewrite(text: str, generated: dict[str, str]) -> str:
 def generated(root: Path) -> dict[Path, dict[str, str]]:
     """Every generated block that must match the committed files, by document and name."""
     return {GUIDE: {"claim-map": claim_map(), "verdicts": verdicts_table(root)},
-            README: {"results": results_table(root)}}
+            README: {"results": results_table(root), "claim-code": claim_code()}}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,7 @@ from vitheory.core.errors import ArtifactError
 from vitheory.core.figures import figure_path
 from vitheory.core.intervals import MEAN, MEDIAN, SETTINGS_GROUP, SHARE, STEP, Measured, Samples
 from vitheory.core.paths import artifact, run_name, runs
+from vitheory.core.units import seed_units
 from vitheory.images.params import training_regime
 from vitheory.jsl22 import figures, pos_dim
 from vitheory.jsl22.training import TRANSFER_COLUMNS, samples_needed
@@ -152,9 +153,8 @@ def _jsl2_samples(root: Path) -> Samples:
 
 def _pos_dim_seeds(root: Path) -> list[dict[int, dict[str, Any]]]:
     """Each seed's runs at every d_p (a seed index draws its own initialisation at each width)."""
-    rows = read_table(root / artifact("pos_dim_runs"), pos_dim.COLUMNS)
-    return [{row["pos_dim"]: row for row in rows if row["seed"] == seed}
-            for seed in sorted({row["seed"] for row in rows})]
+    return seed_units(read_table(root / artifact("pos_dim_runs"), pos_dim.COLUMNS),
+                      lambda rows: {row["pos_dim"]: row for row in rows})
 
 
 def _pos_dim_statistics(seeds: list[dict[int, dict[str, Any]]]) -> Measured:
@@ -219,8 +219,7 @@ def _jsl4_samples(root: Path) -> Samples:
     """Units: each seed's downstream runs (both methods, every n); the target error as a setting."""
     runs = read_table(root / artifact("transfer_runs"), TRANSFER_COLUMNS)
     target = read_json(root / artifact("transfer_metrics"))["target_error"]
-    seeds = sorted({run["seed"] for run in runs})
-    return {"seeds": [[run for run in runs if run["seed"] == seed] for seed in seeds], SETTINGS_GROUP: [{"target": target}]}
+    return {"seeds": seed_units(runs), SETTINGS_GROUP: [{"target": target}]}
 
 
 def _jsl4_statistics(samples: Samples) -> Measured:

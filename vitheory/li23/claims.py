@@ -1,4 +1,4 @@
-"""[LI23] claims LI-1 to LI-5: statements, the numbers that measure them, thresholds and regimes."""
+"""[LI23] claims LI-1 to LI-6: statements, the numbers that measure them, thresholds and regimes."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from vitheory.core.claims import REAL, SYNTHETIC, Claim, Criterion, Paper, Varia
 from vitheory.core.figures import figure_path
 from vitheory.core.intervals import LOG, MEAN, PAIRED, SETTINGS_GROUP, SHARE, STEP, Measured, Samples
 from vitheory.core.paths import artifact
+from vitheory.core.units import seed_units, split
 from vitheory.images.params import training_regime
 from vitheory.li23 import figures, noise_sweep, sparsify, token_keeping
-from vitheory.li23.phase import by_seed, n_min, read_runs, scaling, success_rates
+from vitheory.li23.phase import n_min, read_runs, scaling, success_rates
 
 
 def _phase_setting(params: Any) -> str:
@@ -35,7 +36,7 @@ def _phase_samples(grid: str) -> Callable[[Path], Samples]:
         """Units: each seed's runs of the grid, per model; the success-rate threshold and the step budget
         (where a step count is censored) as settings."""
         fits = read_json(root / artifact("phase_metrics"))
-        return {model: by_seed(read_runs(grid, model, root)) for model in ("vit", "cnn")} | {
+        return {model: seed_units(read_runs(grid, model, root)) for model in ("vit", "cnn")} | {
             SETTINGS_GROUP: [{"success_rate": fits["success_rate_threshold"], "step_budget": fits["step_budget"]}]}
     return samples
 
@@ -100,7 +101,7 @@ def _noise_samples(root: Path) -> Samples:
     success-rate threshold of N_min (phase_fit's) as a setting."""
     rows = read_table(root / artifact("noise_sweep_runs"), noise_sweep.COLUMNS)
     fits = read_json(root / artifact("phase_metrics"))
-    return {"seeds": by_seed(rows), SETTINGS_GROUP: [{"success_rate": fits["success_rate_threshold"]}]}
+    return {"seeds": seed_units(rows), SETTINGS_GROUP: [{"success_rate": fits["success_rate_threshold"]}]}
 
 
 def _li6_statistics(samples: Samples) -> Measured:
@@ -145,11 +146,9 @@ def _li3_statistics(samples: Samples) -> Measured:
 
 def _li4_samples(root: Path) -> Samples:
     """Units: each seed's mean test loss per strategy over the keep ratios."""
-    losses: dict[int, dict[str, list[float]]] = {}
-    for row in read_table(root / artifact("sparsify_runs"), sparsify.COLUMNS):
-        losses.setdefault(row["seed"], {}).setdefault(row["strategy"], []).append(row["test_loss"])
-    return {"seeds": [{strategy: statistics.mean(values) for strategy, values in by_strategy.items()}
-                      for _, by_strategy in sorted(losses.items())]}
+    return {"seeds": seed_units(read_table(root / artifact("sparsify_runs"), sparsify.COLUMNS), lambda rows: {
+        strategy: statistics.mean(row["test_loss"] for row in strategy_rows)
+        for strategy, strategy_rows in split(rows, "strategy").items()})}
 
 
 def _li4_statistics(samples: Samples) -> Measured:
@@ -166,11 +165,10 @@ def _li5_samples(root: Path) -> Samples:
     """Units: each seed's test accuracies, by (experiment, strategy, kept tokens, fine-tuned); the
     token counts as settings."""
     metrics = read_json(root / artifact("sparsify_real_metrics"))
-    by_seed: dict[int, dict[tuple, float]] = {}
-    for row in read_table(root / artifact("sparsify_real_runs"), token_keeping.COLUMNS):
-        key = (row["experiment"], row["strategy"], row["kept_tokens"], row["finetuned"])
-        by_seed.setdefault(row["seed"], {})[key] = row["test_accuracy"]
-    return {"seeds": [accuracies for _, accuracies in sorted(by_seed.items())],
+    rows = read_table(root / artifact("sparsify_real_runs"), token_keeping.COLUMNS)
+    return {"seeds": seed_units(rows, lambda seed_rows: {
+                (row["experiment"], row["strategy"], row["kept_tokens"], row["finetuned"]): row["test_accuracy"]
+                for row in seed_rows}),
             SETTINGS_GROUP: [{"patches": metrics["patches"]}]}
 
 

@@ -1,4 +1,4 @@
-"""[PK22] claims PK-1 to PK-8: statements, the numbers that measure them, thresholds and regimes."""
+"""[PK22] claims PK-1 to PK-9: statements, the numbers that measure them, thresholds and regimes."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from vitheory.core.claims import REAL, Claim, Criterion, Paper, Variant
 from vitheory.core.figures import figure_path
 from vitheory.core.intervals import MEAN, PAIRED, Measured, Samples
 from vitheory.core.paths import artifact
+from vitheory.core.units import Row, grouped_units, split
 from vitheory.images.params import dataset_named
 from vitheory.pk22 import feature_maps, figures, hessian, lesion, noise, trainings
 from vitheory.pk22.feature_maps import block_changes
@@ -73,11 +74,9 @@ def _pk5_regime(params: Any) -> str:
 
 def _training_samples(root: Path) -> Samples:
     """Units: each seed's (training NLL, training error, test error) per data fraction, one group per model."""
-    found: dict[str, dict[int, dict[float, tuple[float, float, float]]]] = {}
-    for row in read_table(root / artifact("pk_train_runs"), trainings.COLUMNS):
-        found.setdefault(row["model"], {}).setdefault(row["seed"], {})[row["fraction"]] = (
-            row["train_loss"], row["train_error"], row["test_error"])
-    return {model: [by_fraction for _, by_fraction in sorted(seeds.items())] for model, seeds in found.items()}
+    return grouped_units(read_table(root / artifact("pk_train_runs"), trainings.COLUMNS), "model",
+                         lambda rows: {row["fraction"]: (row["train_loss"], row["train_error"], row["test_error"])
+                                       for row in rows})
 
 
 TRAIN_LOSS, TRAIN_ERROR, TEST_ERROR = range(3)  # a unit's entries per fraction
@@ -125,20 +124,25 @@ def _hessian_samples(root: Path) -> Samples:
     """Units: each seed's mini-batches (per mini-batch: its top eigenvalues by magnitude, both ends of its
     spectrum and its density's negative curvature share), one group per model. The seed is the unit:
     its mini-batches share one model, so they are measured inside it, never resampled as if independent."""
-    found: dict[str, dict[tuple[int, int], dict[str, Any]]] = {}
-    for row in read_table(root / table_path("hessian"), hessian.COLUMNS):
-        unit = found.setdefault(row["model"], {}).setdefault((row["seed"], row["batch"]), {"top": []})
-        if row["which"] == "top":
-            unit["top"].append(row["eigenvalue"])
-        else:
-            unit[row["which"]] = row["eigenvalue"]
+    found = grouped_units(read_table(root / table_path("hessian"), hessian.COLUMNS), "model",
+                          lambda rows: [_mini_batch(batch) for _, batch in sorted(split(rows, "batch").items())])
     density = read_table(root / table_path("density"), hessian.DENSITY_COLUMNS)
-    for model, units in found.items():
-        for key, (nodes, weights) in zip(sorted(units), density_units(density, model), strict=True):
-            units[key]["share"] = hessian.negative_curvature_share(nodes, weights)
-    return {model: [[batches[key] for key in sorted(batches) if key[0] == seed]
-                    for seed in sorted({seed for seed, _ in batches})]
-            for model, batches in found.items()}
+    for model in found:
+        # both in (seed, mini-batch) order
+        for batch, (nodes, weights) in zip(_batches(found, model), density_units(density, model), strict=True):
+            batch["share"] = hessian.negative_curvature_share(nodes, weights)
+    return found
+
+
+def _mini_batch(rows: list[Row]) -> dict[str, Any]:
+    """One mini-batch's top eigenvalues by magnitude (in the table's order) and both ends of its spectrum."""
+    batch: dict[str, Any] = {"top": []}
+    for row in rows:
+        if row["which"] == "top":
+            batch["top"].append(row["eigenvalue"])
+        else:
+            batch[row["which"]] = row["eigenvalue"]
+    return batch
 
 
 def _batches(samples: Samples, model: str) -> list[dict[str, Any]]:
@@ -194,10 +198,7 @@ def _pk8_statistics(samples: Samples) -> Measured:
 
 def _lesion_samples(root: Path) -> Samples:
     """Units: each seed's accuracy drops, branch by branch, one group per model."""
-    found: dict[str, dict[int, list[dict]]] = {}
-    for row in read_table(root / table_path("lesion"), lesion.COLUMNS):
-        found.setdefault(row["model"], {}).setdefault(row["seed"], []).append(row)
-    return {model: [drops for _, drops in sorted(seeds.items())] for model, seeds in found.items()}
+    return grouped_units(read_table(root / table_path("lesion"), lesion.COLUMNS), "model")
 
 
 def _closing_margins(drops: list[dict], kind: str) -> dict[int, float]:
@@ -236,10 +237,7 @@ def _pk7_statistics(samples: Samples) -> Measured:
 
 def _profile_samples(root: Path) -> Samples:
     """Units: each seed's profile (kind, high-frequency delta, variance per feature map), one group per model."""
-    found: dict[str, dict[int, list[dict]]] = {}
-    for row in read_table(root / table_path("profiles"), feature_maps.COLUMNS):
-        found.setdefault(row["model"], {}).setdefault(row["seed"], []).append(row)
-    return {model: [profile for _, profile in sorted(seeds.items())] for model, seeds in found.items()}
+    return grouped_units(read_table(root / table_path("profiles"), feature_maps.COLUMNS), "model")
 
 
 def _block_changes(quantity: str) -> Callable[[Samples], Measured]:
@@ -259,12 +257,10 @@ def _noise_samples(normalisation: str) -> Callable[[Path], Samples]:
     """Units: each seed's clean accuracy and accuracy drop per noise frequency, one group per model,
     under one normalisation of the noise (vitheory.pk22.noise.NORMALISATIONS)."""
     def samples(root: Path) -> Samples:
-        found: dict[str, dict[int, dict[float, tuple[float, float]]]] = {}
-        for row in read_table(root / table_path("noise"), noise.COLUMNS):
-            if row["normalisation"] == normalisation:
-                found.setdefault(row["model"], {}).setdefault(row["seed"], {})[row["frequency"]] = (
-                    row["clean_accuracy"], row["accuracy_drop"])
-        return {model: [drops for _, drops in sorted(seeds.items())] for model, seeds in found.items()}
+        rows = [row for row in read_table(root / table_path("noise"), noise.COLUMNS)
+                if row["normalisation"] == normalisation]
+        return grouped_units(rows, "model", lambda seed_rows: {
+            row["frequency"]: (row["clean_accuracy"], row["accuracy_drop"]) for row in seed_rows})
     return samples
 
 
