@@ -72,10 +72,10 @@ class ToyPreset(Section):
 ]
 KNOB = [
     insert_after("vitheory/images/params.py",
-                 "    compile: bool = knob()  # the training step through torch.compile: faster, other last bits than eager",
+                 "    compile: CompileParams = knob()",
                  '    label_smoothing: float = knob(Rule(lambda v: 0 <= v < 1, "in [0, 1)"))  # of the cross-entropy'),
     insert_after("params.yaml",
-                 "  compile: false          # the training step through torch.compile: other last bits than eager",
+                 "    alternet: false       # pk_train's AlterNet",
                  "  label_smoothing: 0.0    # of the cross-entropy: 0 trains on the labels as they are"),
     insert_after("dvc.yaml", "      - real.compile", "      - real.label_smoothing"),
 ]
@@ -86,6 +86,7 @@ CLAIM = [
 '''),
     insert_after("vitheory/jsl22/claims.py", "    claims=(", '''        Claim(
             id="TOY-1",
+            data=REAL,
             seeds=("real.seeds",),
             statement="The toy model beats chance on natural images.",
             metric="mean over seeds of the toy model's test accuracy on natural images",
