@@ -12,15 +12,14 @@ from vitheory.core.checkpoint import load_checkpoint, save_checkpoint
 from vitheory.images import datasets as images
 from vitheory.images.models import SmallViT, patchify
 from vitheory.images.params import REAL_MODELS
+from vitheory.images.recipe import augment, permute_pixels
 from vitheory.images.training import (
     FitTask,
     Normalizer,
-    augment,
     build_model,
     evaluate,
     fit,
     patch_order,
-    permute_pixels,
     pixel_permutation,
     run_task,
     run_tasks,

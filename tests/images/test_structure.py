@@ -8,7 +8,8 @@ from conftest import ROOT
 
 from vitheory.core.device import seeded
 from vitheory.images.structure import shuffled_score, structure_score, structure_scores, token_correlation
-from vitheory.images.training import build_model, permute_pixels, pixel_permutation
+from vitheory.images.recipe import permute_pixels
+from vitheory.images.training import build_model, pixel_permutation
 from vitheory.params import load_params
 
 PARAMS = load_params(ROOT / "params.yaml")

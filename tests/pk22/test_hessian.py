@@ -15,7 +15,7 @@ from torch import nn
 from torch.func import functional_call
 
 from vitheory.core.errors import ParamsError
-from vitheory.images.training import augment
+from vitheory.images.recipe import augment
 from vitheory.params import load_params
 from vitheory.pk22.hessian import (
     extreme_eigenvalues,

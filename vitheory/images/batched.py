@@ -34,6 +34,7 @@ from vitheory.core.ensemble import Ensemble
 from vitheory.core.errors import TrainingDiverged
 from vitheory.core.resume import RunState
 from vitheory.images.params import RealTrainParams
+from vitheory.images.recipe import apply_augmentation, draw_augmentation, permute_pixels, warmup_cosine
 
 Split = tuple[torch.Tensor, torch.Tensor]  # normalised images (N, C, H, W) and labels
 
@@ -60,16 +61,6 @@ class SeedResult(NamedTuple):
     weights: dict[str, torch.Tensor]
     log: list[dict[str, float]]
     final: dict[str, dict[str, float]]
-
-
-def warmup_cosine(warmup: int, total: int) -> Callable[[int], float]:
-    """`fit`'s learning-rate factor at each step: linear warmup, then cosine decay to 0 over the rest."""
-    def rate(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / (total - warmup)))
-
-    return rate
 
 
 def _same(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
@@ -146,12 +137,8 @@ class BatchedFit:
         self.generators = [torch.Generator().manual_seed(task.seed) for task in tasks]
         self.x, self.y = first.x.to(device), first.y.to(device)
         self.permutation = None if first.permutation is None else first.permutation.to(device)
-        self.held_out = {name: (self.permute(x.to(device)), y.to(device)) for name, (x, y) in first.held_out.items()}
+        self.held_out = {name: (permute_pixels(x.to(device), self.permutation), y.to(device)) for name, (x, y) in first.held_out.items()}
         self.logs = [list(state.log) if state else [] for state in states]
-
-    def permute(self, x: torch.Tensor) -> torch.Tensor:
-        """training.permute_pixels: pixel permutation[i] to position i, x (B, C, H, W)."""
-        return x if self.permutation is None else x.flatten(2)[..., self.permutation].reshape(x.shape)
 
     def run(self, progress: bool) -> list[SeedResult]:
         done = self.restore()
@@ -189,30 +176,11 @@ class BatchedFit:
         orders, shifts, flips = [], [], []
         for generator in self.generators:
             orders.append(torch.randperm(n, generator=generator))
-            shift, flip = [], []
-            for start in range(0, n, cfg.batch_size):
-                b = min(cfg.batch_size, n - start)
-                if cfg.shift:  # dy, then dx, as augment draws them
-                    shift += [torch.stack([torch.randint(0, 2 * cfg.shift + 1, (b,), generator=generator)
-                                           for _ in range(2)], 1)]
-                if cfg.hflip:
-                    flip.append(torch.rand(b, generator=generator) < 0.5)
-            shifts += [torch.cat(shift)] if shift else []
-            flips += [torch.cat(flip)] if flip else []
+            drawn = [draw_augmentation(min(cfg.batch_size, n - start), cfg.shift, cfg.hflip, generator)
+                     for start in range(0, n, cfg.batch_size)]
+            shifts += [torch.cat([shift for shift, _ in drawn])] if cfg.shift else []
+            flips += [torch.cat([flip for _, flip in drawn])] if cfg.hflip else []
         return tuple(torch.stack(draws).to(self.x.device) if draws else None for draws in (orders, shifts, flips))
-
-    def augment(self, x: torch.Tensor, shift: torch.Tensor | None, flip: torch.Tensor | None) -> torch.Tensor:
-        """training.augment with the draws given: x (B, C, H, W), shift (B, 2) (dy, dx), flip (B,)."""
-        b, _, h, w = x.shape
-        if shift is not None:
-            padded = F.pad(x, (self.cfg.shift,) * 4)
-            rows = shift[:, :1] + torch.arange(h, device=x.device)[None]  # (B, H)
-            cols = shift[:, 1:] + torch.arange(w, device=x.device)[None]
-            batch = torch.arange(b, device=x.device)[:, None, None]
-            x = padded.permute(0, 2, 3, 1)[batch, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2)
-        if flip is not None:
-            x = torch.where(flip[:, None, None, None], x.flip(-1), x)
-        return x
 
     def train_epoch(self, epoch: int) -> None:
         """One epoch of every seed; raises TrainingDiverged, after it, when a seed's loss was not finite."""
@@ -224,9 +192,11 @@ class BatchedFit:
         for start in range(0, n, self.cfg.batch_size):
             part = slice(start, start + self.cfg.batch_size)
             index = order[:, part]  # (seeds, B)
-            images = self.augment(self.x[index].flatten(0, 1), None if shift is None else shift[:, part].flatten(0, 1),
-                                  None if flip is None else flip[:, part].flatten())
-            loss = vmap(F.cross_entropy)(self.ensemble(self.permute(images).unflatten(0, index.shape)), self.y[index])
+            images = apply_augmentation(self.x[index].flatten(0, 1), self.cfg.shift,
+                                        None if shift is None else shift[:, part].flatten(0, 1),
+                                        None if flip is None else flip[:, part].flatten())
+            images = permute_pixels(images, self.permutation).unflatten(0, index.shape)
+            loss = vmap(F.cross_entropy)(self.ensemble(images), self.y[index])
             first_bad = torch.where(finite & ~torch.isfinite(loss), loss.detach(), first_bad)
             finite &= torch.isfinite(loss)
             self.optimizer.zero_grad()

@@ -13,7 +13,8 @@ from vitheory.core.checkpoint import checkpoint_metadata, load_checkpoint
 from vitheory.core.paths import artifact, run_name, runs
 from vitheory.core.rederive import differs, same
 from vitheory.images.structure import structure_scores
-from vitheory.images.training import evaluate, load_images, permute_pixels
+from vitheory.images.recipe import permute_pixels
+from vitheory.images.training import evaluate, load_images
 
 
 def train_real(root: Path) -> list[str]:

@@ -23,7 +23,7 @@ import torch
 from vitheory.core.device import seeded
 from vitheory.core.similarity import cosine_similarity
 from vitheory.images.models import patchify
-from vitheory.images.training import permute_pixels
+from vitheory.images.recipe import permute_pixels
 
 
 def token_correlation(x: torch.Tensor, patch: int) -> np.ndarray:

@@ -35,6 +35,7 @@ from vitheory.images.batched import train_batched
 from vitheory.images.datasets import Images, load_prepared
 from vitheory.images.models import ARCHITECTURES
 from vitheory.images.params import RealTrainParams
+from vitheory.images.recipe import augment, permute_pixels, warmup_cosine
 
 EpochLog = Callable[[int], dict[str, float]]
 # torch.compile's on-disk cache (a warm one turns a 30-56 s compile into seconds): beside the stage locks
@@ -107,30 +108,6 @@ def patch_order(permutation: torch.Tensor, image_size: int, patch: int) -> torch
     return source[:, 0]
 
 
-def permute_pixels(x: torch.Tensor, permutation: torch.Tensor | None) -> torch.Tensor:
-    """Move pixel permutation[i] to position i, every channel alike; x (B, C, H, W)."""
-    if permutation is None:
-        return x
-    b, c, h, w = x.shape
-    return x.flatten(2)[..., permutation.to(x.device)].reshape(b, c, h, w)
-
-
-def augment(x: torch.Tensor, shift: int, hflip: bool, generator: torch.Generator) -> torch.Tensor:
-    """Random translation by up to `shift` pixels (zero padding) and, optionally, horizontal flips."""
-    b, _, h, w = x.shape
-    if shift:
-        padded = F.pad(x, (shift,) * 4)
-        dy, dx = (torch.randint(0, 2 * shift + 1, (b,), generator=generator) for _ in range(2))
-        rows = (dy[:, None] + torch.arange(h)[None]).to(x.device)  # (B, H)
-        cols = (dx[:, None] + torch.arange(w)[None]).to(x.device)
-        batch = torch.arange(b, device=x.device)[:, None, None]
-        x = padded.permute(0, 2, 3, 1)[batch, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2)
-    if hflip:
-        flip = (torch.rand(b, generator=generator) < 0.5).to(x.device)
-        x = torch.where(flip[:, None, None, None], x.flip(-1), x)
-    return x
-
-
 def build_model(preset: Section, image_size: int, channels: int, n_classes: int) -> nn.Module:
     """The model of ARCHITECTURES[type(preset)] for images of this shape, the preset's fields its keywords.
     A model that pools globally (the CNN) takes images of any size and no `image_size`: it is not told theirs."""
@@ -188,13 +165,7 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams
     total = epochs * steps_per_epoch
     warmup = min(cfg.warmup_epochs * steps_per_epoch, total - 1)
 
-    def rate(step: int) -> float:
-        """Linear warmup, then cosine decay to 0 over the remaining steps."""
-        if step < warmup:
-            return (step + 1) / warmup
-        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / (total - warmup)))
-
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(warmup, total))
     done = state.restore(model, optimizer, schedule, generator) if state else 0
     forward = compiled(model) if compiles(type(model), cfg) else model  # shares model's parameters; evaluations stay eager
     for epoch in tqdm(range(done + 1, epochs + 1), desc=desc, disable=not progress, mininterval=1.0,

@@ -20,7 +20,8 @@ from vitheory.core.figures import model_colour, read_frame, save_figure
 from vitheory.core.paths import artifact, run_name, runs
 from vitheory.core.similarity import cosine_similarity
 from vitheory.images.structure import token_correlation
-from vitheory.images.training import load_images, patch_order, permute_pixels
+from vitheory.images.recipe import permute_pixels
+from vitheory.images.training import load_images, patch_order
 from vitheory.jsl22.training import TRANSFER_COLUMNS
 
 ASSOCIATION, SPATIAL_TRAINING, TRANSFER, REAL_ACCURACY, POSITIONAL_MAPS = (

@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from vitheory.core.errors import ParamsError
 from vitheory.images.params import RealTrainParams
-from vitheory.images.training import augment
+from vitheory.images.recipe import augment
 from vitheory.pk22.params import PKParams
 
 COLUMNS = {"model": str, "seed": int, "batch": int, "which": str, "rank": int, "eigenvalue": float}

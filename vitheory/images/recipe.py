@@ -1,0 +1,60 @@
+"""What the per-seed trainer (`training.fit`) and the batched one (`batched`) share of the recipe: the
+learning-rate schedule, the augmentation's draws and their application, the pixel permutation. One
+copy, so that a batched seed draws and sees exactly what it would alone."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+
+def warmup_cosine(warmup: int, total: int) -> Callable[[int], float]:
+    """The learning-rate factor at each step: linear warmup, then cosine decay to 0 over the rest."""
+    def rate(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / (total - warmup)))
+
+    return rate
+
+
+def permute_pixels(x: torch.Tensor, permutation: torch.Tensor | None) -> torch.Tensor:
+    """Move pixel permutation[i] to position i, every channel alike; x (B, C, H, W)."""
+    if permutation is None:
+        return x
+    b, c, h, w = x.shape
+    return x.flatten(2)[..., permutation.to(x.device)].reshape(b, c, h, w)
+
+
+def draw_augmentation(b: int, shift: int, hflip: bool, generator: torch.Generator
+                      ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """A batch of `b` images' draws, in this order: shifts (B, 2) (dy, dx) in [0, 2 shift] and flips (B,);
+    None where the recipe draws none."""
+    shifts = (torch.stack([torch.randint(0, 2 * shift + 1, (b,), generator=generator) for _ in range(2)], 1)
+              if shift else None)
+    flips = torch.rand(b, generator=generator) < 0.5 if hflip else None
+    return shifts, flips
+
+
+def apply_augmentation(x: torch.Tensor, pad: int, shifts: torch.Tensor | None, flips: torch.Tensor | None
+                       ) -> torch.Tensor:
+    """x (B, C, H, W) zero-padded by `pad`, cut at its draws' shifts, then flipped where drawn."""
+    b, _, h, w = x.shape
+    if shifts is not None:
+        shifts = shifts.to(x.device)
+        padded = F.pad(x, (pad,) * 4)
+        rows = shifts[:, :1] + torch.arange(h, device=x.device)[None]  # (B, H)
+        cols = shifts[:, 1:] + torch.arange(w, device=x.device)[None]
+        batch = torch.arange(b, device=x.device)[:, None, None]
+        x = padded.permute(0, 2, 3, 1)[batch, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2)
+    if flips is not None:
+        x = torch.where(flips.to(x.device)[:, None, None, None], x.flip(-1), x)
+    return x
+
+
+def augment(x: torch.Tensor, shift: int, hflip: bool, generator: torch.Generator) -> torch.Tensor:
+    """Random translation by up to `shift` pixels (zero padding) and, optionally, horizontal flips."""
+    return apply_augmentation(x, shift, *draw_augmentation(len(x), shift, hflip, generator))
