@@ -16,6 +16,7 @@ from typing import Any
 
 from vitheory.core.config import ParamsView, fail, read_params_file, unknown_keys, view
 from vitheory.core.errors import ParamsError
+from vitheory.grid import SECTION, points, with_value
 from vitheory.papers import PACKAGES, PAPERS
 
 DEFAULT_PATH = Path("params.yaml")
@@ -27,7 +28,19 @@ MIN_SEEDS = 2
 
 def parse_params(raw: Any) -> ParamsView:
     """Validate an already-parsed params mapping: every section, no unknown key, every package's rules
-    across its sections."""
+    across its sections, and every point of the atlas's grid as a whole params file of its own."""
+    params = _parse_point(raw)
+    for point in points(params.atlas, raw):
+        try:
+            _parse_point(with_value(raw, point.knob, point.value))
+        except ParamsError as err:
+            raise ParamsError(f"{SECTION}.knobs.{point.knob}: its point {point.value!r} is not a valid params "
+                              f"file: {err}") from None
+    return params
+
+
+def _parse_point(raw: Any) -> ParamsView:
+    """`parse_params` of one point: the file as it is, the atlas's grid unwalked."""
     if not isinstance(raw, dict):
         raise fail("params", raw, f"a mapping with the sections {', '.join(SECTIONS)}")
     for problem in unknown_keys(raw, SECTIONS):
