@@ -12,8 +12,8 @@ from vitheory import report
 from vitheory.atlas import atlas_rows, draw_atlas, queue_commands
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
 from vitheory.core.errors import ParamsError
-from vitheory.grid import COLUMNS, Point, points, read_atlas, where_it_holds, where_lines
-from vitheory.params import parse_params
+from vitheory.grid import COLUMNS, Point, read_atlas, where_it_holds, where_lines
+from vitheory.params import grid_points, parse_params
 
 KNOB = "generate.li_tokens.alpha_star"
 
@@ -48,7 +48,7 @@ def test_an_unknown_verdict_is_refused():
 
 def test_the_committed_grid_passes_and_its_points_leave_the_default_out(default_params):
     raw = yaml.safe_load((ROOT / "params.yaml").read_text())
-    found = points(default_params.atlas, raw)
+    found = grid_points(raw)
     assert found and all(point.value != raw["generate"]["li_tokens"]["alpha_star"] for point in found
                          if point.knob == KNOB)
     assert len(found) == sum(value != _lookup(raw, key) for key, values in default_params.atlas.knobs.items()
@@ -75,7 +75,26 @@ def _lookup(raw, key):
 ])
 def test_a_bad_grid_is_one_line_naming_the_knob(knobs, message):
     with pytest.raises(ParamsError, match=message):
-        parse_params(_raw(knobs))
+        grid_points(_raw(knobs))
+
+
+@pytest.mark.parametrize("preset", ["default", "quick", "paper", "decisive"])
+def test_the_committed_grid_is_valid_under_every_preset(preset):
+    from vitheory.preset import merge
+
+    raw = merge(yaml.safe_load((ROOT / "params.yaml").read_text()),
+                yaml.safe_load((ROOT / f"presets/{preset}.yaml").read_text()))
+    assert grid_points(raw)
+
+
+def test_the_pipelines_own_check_leaves_the_points_to_the_atlas():
+    """An experiment's override that one grid point would break (D = 100 needs handbuilt.pos_dim >= 100)
+    passes the pipeline's check; the atlas's check names the point."""
+    raw = _raw({"generate.spatial.n_patches": [16, 64, 100]})
+    raw["handbuilt"]["pos_dim"] = 64
+    assert parse_params(raw).handbuilt.pos_dim == 64
+    with pytest.raises(ParamsError, match="generate.spatial.n_patches: its point 100 is not a valid params file"):
+        grid_points(raw)
 
 
 def test_a_finished_point_is_not_queued_again():

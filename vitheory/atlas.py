@@ -38,11 +38,13 @@ from matplotlib.patches import Patch
 
 from vitheory.core.artifacts import atomic_path, write_table
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, labelled_checks
+from vitheory.core.config import read_params_file
 from vitheory.core.errors import ParamsError
 from vitheory.core.figures import set_theme
 from vitheory.core.paths import artifact
-from vitheory.grid import COLUMNS, Point, lookup, points, value_text, where_lines
-from vitheory.params import DEFAULT_PATH, load_params, parse_params
+from vitheory.grid import COLUMNS, Point, lookup, value_text
+from vitheory.params import DEFAULT_PATH, parse_params
+from vitheory.params import grid_points as checked_points
 from vitheory.report import power_line
 
 DEFAULT = "default"
@@ -142,7 +144,7 @@ def make_table(root: Path) -> list[str]:
     names of the grid's points that have not run yet."""
     raw = yaml.safe_load(git_file(root, "HEAD", DEFAULT_PATH))
     params = parse_params(raw)
-    grid_points = points(params.atlas, raw)
+    grid_points = checked_points(raw)
     done = finished(root)
     found = read_points(root, grid_points, done)
     default = json.loads(git_file(root, "HEAD", artifact("claims")))["claims"]
@@ -167,9 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{artifact('atlas_table')}, {artifact('atlas_figure')} written"
                   + (f"; not run yet: {', '.join(missing)}" if missing else "; every point of the grid ran"))
             return 0
-        params = load_params(root / DEFAULT_PATH)
-        commands_left = queue_commands(points(params.atlas, yaml.safe_load((root / DEFAULT_PATH).read_text())),
-                                       finished(root))
+        commands_left = queue_commands(checked_points(read_params_file(root / DEFAULT_PATH)), finished(root))
         for command in commands_left:
             print(shlex.join(command))
             if not args.dry:

@@ -4,7 +4,8 @@ a knob.
 Each knob is a dotted params key with a few values, chosen where a paper says the regime matters. The
 grid is walked one knob at a time from the committed params (the default point): one experiment per
 value that differs from the default, so that its cost grows with the number of values, not with their
-product. `vitheory.params` checks every point as a whole params file; `python -m vitheory.atlas` queues
+product. `vitheory.params.grid_points` checks every point as a whole params file (the pipeline does
+not: an experiment's overrides never fail on a grid it does not run); `python -m vitheory.atlas` queues
 the points as DVC experiments and reads their claims back (`reports/atlas/atlas.csv`), and the report
 stage reads that table, when it has rows, for each claim's "where it holds" line.
 
