@@ -11,7 +11,7 @@ from conftest import ROOT
 from vitheory import report
 from vitheory.atlas import atlas_rows, draw_atlas, queue_commands
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
-from vitheory.core.errors import ParamsError
+from vitheory.core.errors import ArtifactError, ParamsError
 from vitheory.grid import COLUMNS, Point, read_atlas, where_it_holds, where_lines
 from vitheory.params import grid_points, parse_params
 
@@ -204,3 +204,18 @@ def _set(params, value):
     changed = json.loads(json.dumps(params))
     changed["generate"]["li_tokens"]["alpha_star"] = value
     return changed
+
+
+def test_a_table_of_other_columns_is_refused(tmp_path):
+    (tmp_path / "atlas.csv").write_text("claim,verdict\n")
+    with pytest.raises(ArtifactError, match=r"atlas.csv: columns \['claim', 'verdict'\] are not .* remake it with"):
+        read_atlas(tmp_path / "atlas.csv")
+
+
+def test_the_table_without_a_committed_run_says_what_to_do(tmp_path, capsys, monkeypatch):
+    from vitheory.atlas import main
+
+    _git(tmp_path, "init", "-q")
+    monkeypatch.chdir(tmp_path)
+    assert main(["table"]) == 2
+    assert capsys.readouterr().err.startswith("error: HEAD:params.yaml cannot be read")

@@ -39,7 +39,7 @@ from matplotlib.patches import Patch
 from vitheory.core.artifacts import atomic_path, write_table
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, labelled_checks
 from vitheory.core.config import read_params_file
-from vitheory.core.errors import ParamsError
+from vitheory.core.errors import ArtifactError, ParamsError, VitheoryError
 from vitheory.core.figures import set_theme
 from vitheory.core.paths import artifact
 from vitheory.grid import COLUMNS, Point, lookup, value_text
@@ -52,10 +52,11 @@ VERDICT_COLOURS = {HOLDS: "#4daf4a", FAILS: "#e41a1c", INCONCLUSIVE: "#bdbdbd"}
 
 
 def git_file(root: Path, rev: str, path: str | Path) -> str:
-    """A file's text at a commit; ParamsError (one line) when the commit has none."""
+    """A file's text at a commit; ArtifactError (one line) when the commit has none."""
     shown = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=root, capture_output=True, text=True)
     if shown.returncode != 0:
-        raise ParamsError(f"{rev[:12]} has no {path}: {shown.stderr.strip()}")
+        raise ArtifactError(f"{rev[:12]}:{path} cannot be read ({shown.stderr.strip()}): the atlas reads the "
+                            "committed run, so `dvc repro` and commit first")
     return shown.stdout
 
 
@@ -174,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
             print(shlex.join(command))
             if not args.dry:
                 subprocess.run([sys.executable, "-m", *command], cwd=root, check=True)
-    except ParamsError as err:
+    except VitheoryError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 0

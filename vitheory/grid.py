@@ -26,10 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vitheory.core.artifacts import artifact_error
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
 from vitheory.core.config import Section, knob
-from vitheory.core.errors import ParamsError
+from vitheory.core.errors import ArtifactError, ParamsError
 
 SECTION = "atlas"  # read by `python -m vitheory.atlas`, by no stage of `dvc repro`
 
@@ -160,8 +159,8 @@ def read_atlas(path: str | Path) -> list[dict[str, str]]:
     with open(path, newline="") as handle:
         reader = csv.DictReader(handle)
         if tuple(reader.fieldnames or ()) != COLUMNS:
-            raise artifact_error(path, f"columns {reader.fieldnames} are not {list(COLUMNS)}: remake it with "
-                                       "`python -m vitheory.atlas table`")
+            raise ArtifactError(f"{path}: columns {reader.fieldnames} are not {list(COLUMNS)}: remake it with "
+                                "`python -m vitheory.atlas table`")
         return list(reader)
 
 
