@@ -35,7 +35,7 @@ def _raw(knobs):
     ([(0.1, HOLDS), (0.2, HOLDS), (0.3, FAILS)], "up to 0.2"),
     ([(0.1, HOLDS), (0.2, FAILS), (0.3, HOLDS), (0.4, FAILS)], "nowhere in the grid"),
     ([(0.1, FAILS), (0.2, HOLDS), (0.3, FAILS), (0.4, HOLDS)], "from 0.4"),
-    ([(0.1, INCONCLUSIVE)], "undecided (inconclusive at 0.1: not read as a flip)"),
+    ([(0.1, INCONCLUSIVE), (0.2, INCONCLUSIVE)], "undecided: inconclusive at every value (0.1, 0.2)"),
 ])
 def test_where_a_claim_holds_along_a_knob(line, said):
     assert str(where_it_holds(line)) == said

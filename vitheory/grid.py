@@ -105,6 +105,9 @@ def line_order(values: Sequence[Any]) -> list[Any]:
     return sorted(values) if numbers else list(values)
 
 
+UNDECIDED = "undecided"
+
+
 @dataclass(frozen=True)
 class Where:
     """Where a claim holds along one knob: `said` ("from", "up to", "everywhere", "nowhere in the grid",
@@ -116,6 +119,8 @@ class Where:
 
     def __str__(self) -> str:
         text = self.said if self.value is None else f"{self.said} {value_text(self.value)}"
+        if self.said == UNDECIDED:
+            return f"{text}: inconclusive at every value ({', '.join(map(value_text, self.inconclusive))})"
         if self.inconclusive:
             text += (" (inconclusive at " + ", ".join(map(value_text, self.inconclusive))
                      + ": not read as a flip)")
@@ -134,7 +139,7 @@ def where_it_holds(line: Sequence[tuple[Any, str]]) -> Where:
     decided = [(value, verdict == HOLDS) for value, verdict in line if verdict != INCONCLUSIVE]
     holds = [held for _, held in decided]
     if not decided:
-        return Where("undecided", inconclusive=undecided)
+        return Where(UNDECIDED, inconclusive=undecided)
     if all(holds):
         return Where("everywhere", inconclusive=undecided)
     if not any(holds):
