@@ -1,6 +1,7 @@
 """The pipeline as a user runs it: dvc.yaml's consistency, then dvc itself on a temporary copy."""
 
 import contextlib
+import csv
 import hashlib
 import importlib
 import inspect
@@ -27,6 +28,8 @@ from vitheory.core.cli import TIMINGS
 from vitheory.core.config import view
 from vitheory.core.errors import ParamsError
 from vitheory.core.paths import artifact, outputs, stages
+from vitheory.grid import COLUMNS as ATLAS_COLUMNS
+from vitheory.grid import SECTION as ATLAS
 from vitheory.papers import PAPERS
 from vitheory.pipeline import differences, fix
 
@@ -81,8 +84,8 @@ def test_a_stage_reads_the_params_it_lists_and_no_other(name):
 def test_every_param_is_read_by_a_stage():
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     listed = [p for stage in STAGES.values() for p in stage.get("params", []) if isinstance(p, str)]
-    unread = [key for key in _leaf_keys(params)
-              if not any(key == p or key.startswith(p + ".") for p in listed)]
+    unread = [key for key in _leaf_keys(params) if not key.startswith(f"{ATLAS}.")  # read by vitheory.atlas
+              and not any(key == p or key.startswith(p + ".") for p in listed)]
     assert not unread, f"params no stage lists (dead, or a stage misses them): {unread}"
 
 
@@ -585,12 +588,7 @@ def test_queued_sweep_runs_every_value_and_shows_the_claim_metrics(repo):
     steps = json.loads((repo / artifact("li_vit_metrics")).read_text())["steps"]
     _dvc("exp", "run", "--queue", "-S", f"train.li_vit.steps={steps},{steps + 20}", cwd=repo)
     _dvc("queue", "start", "-j", "1", cwd=repo)
-    for _ in range(120):
-        status = _dvc("queue", "status", cwd=repo).stdout
-        if "Queued" not in status and "Running" not in status:
-            break
-        time.sleep(1)
-    assert status.count("Success") == 2, status
+    _wait_for_the_queue(repo, 2, 120)
     shown = json.loads(_dvc("exp", "show", "--json", cwd=repo).stdout)
     mass_by_steps = {}
     for baseline in shown:
@@ -602,6 +600,54 @@ def test_queued_sweep_runs_every_value_and_shows_the_claim_metrics(repo):
                 mass_by_steps[data["params"]["params.yaml"]["data"]["train"]["li_vit"]["steps"]] = mass
     assert set(mass_by_steps) == {steps, steps + 20}
     assert mass_by_steps[steps] == committed != mass_by_steps[steps + 20]
+
+
+def _wait_for_the_queue(repo: Path, runs: int, seconds: int) -> None:
+    """Until no experiment is queued or running, at most `seconds`; then `runs` of them succeeded."""
+    for _ in range(seconds):
+        status = _dvc("queue", "status", cwd=repo).stdout
+        if "Queued" not in status and "Running" not in status:
+            break
+        time.sleep(1)
+    assert status.count("Success") == runs, status
+
+
+@pytest.mark.pipeline
+def test_the_atlas_of_a_three_point_grid_has_every_claim_at_every_point(repo, tmp_path):
+    """README, "The atlas": a grid of one cheap [LI23] knob (the default and two more values),
+    `python -m vitheory.atlas queue`, `dvc queue start -j 1`, `python -m vitheory.atlas table`: the table
+    holds every claim at every point, each point's numbers from its own experiment, and the figure; then
+    nothing is left to queue, and `dvc repro report` puts each claim's "where it holds" in REPORT.md."""
+    copy = _copy(repo, tmp_path)
+    shutil.rmtree(copy / ".dvc" / "tmp" / "exps", ignore_errors=True)  # the sweep test's queue and workers
+    params = yaml.safe_load((copy / "params.yaml").read_text())
+    knob = "generate.li_tokens.noise_radius"
+    default = params["generate"]["li_tokens"]["noise_radius"]
+    values = [default, round(2 * default, 6), round(3 * default, 6)]
+    params[ATLAS]["knobs"] = {knob: values}
+    (copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    _run(["git", "add", "-A"], copy)
+    _run(["git", "commit", "-qm", "the atlas's grid"], copy)
+    atlas = [sys.executable, "-m", "vitheory.atlas"]
+    _run([*atlas, "queue"], copy)
+    _dvc("queue", "start", "-j", "1", cwd=copy)
+    _wait_for_the_queue(copy, 2, 600)
+    made = _run([*atlas, "table"], copy).stdout
+    assert "every point of the grid ran" in made, made
+    with open(copy / artifact("atlas_table"), newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == list(ATLAS_COLUMNS)
+    points = {(row["claim"], float(row["value"]), row["default"]) for row in rows}
+    assert points == {(claim, value, str(value == default).lower()) for claim in CLAIM_IDS for value in values}
+    li3 = {}
+    for row in rows:
+        if row["claim"] == "LI-3":
+            li3.setdefault(float(row["value"]), []).append(row["measured"])
+    assert len({tuple(measured) for measured in li3.values()}) == len(values), li3  # each point's own run
+    assert (copy / artifact("atlas_figure")).read_bytes()[:4] == b"\x89PNG"
+    assert _run([*atlas, "queue", "--dry"], copy).stdout == ""  # a finished point is never queued again
+    _dvc("repro", "report", cwd=copy)
+    assert (copy / artifact("report")).read_text().count("*Where it holds*") == len(CLAIM_IDS)
 
 
 @pytest.mark.pipeline

@@ -4,7 +4,9 @@ with the loader of `vitheory.core.config`.
 `load_params` rejects unknown or missing keys, wrong types, out-of-range values and broken rules
 across sections with one `ParamsError` line that names the key, the value and what is allowed. The
 pipeline's first stage, `check_params`, runs it before any other stage computes; a stage itself
-validates only the keys it lists (vitheory.core.cli).
+validates only the keys it lists (vitheory.core.cli). `grid_points` checks each point of the atlas's
+grid (vitheory.grid) as a params file of its own: `python -m vitheory.params` and `python -m
+vitheory.atlas` do, the pipeline does not.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from vitheory.core.config import ParamsView, fail, read_params_file, unknown_keys, view
 from vitheory.core.errors import ParamsError
+from vitheory.grid import SECTION, Point, points, with_value
 from vitheory.papers import PACKAGES, PAPERS
 
 DEFAULT_PATH = Path("params.yaml")
@@ -27,7 +30,7 @@ MIN_SEEDS = 2
 
 def parse_params(raw: Any) -> ParamsView:
     """Validate an already-parsed params mapping: every section, no unknown key, every package's rules
-    across its sections."""
+    across its sections. The atlas's grid is checked for its form only: `grid_points` checks its points."""
     if not isinstance(raw, dict):
         raise fail("params", raw, f"a mapping with the sections {', '.join(SECTIONS)}")
     for problem in unknown_keys(raw, SECTIONS):
@@ -53,6 +56,20 @@ def leaves(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return found
 
 
+def grid_points(raw: Any) -> list[Point]:
+    """The atlas's points around the parsed params `raw`, each checked as a whole params file of its own
+    (`parse_params` of the file with its knob set). Not part of `parse_params`: an experiment's own
+    overrides (`dvc exp run -S`) must not fail the pipeline's check on a point of a grid it does not run."""
+    found = points(parse_params(raw).atlas, raw)
+    for point in found:
+        try:
+            parse_params(with_value(raw, point.knob, point.value))
+        except ParamsError as err:
+            raise ParamsError(f"{SECTION}.knobs.{point.knob}: its point {point.value!r} is not a valid params "
+                              f"file: {err}") from None
+    return found
+
+
 def load_params(path: str | Path = DEFAULT_PATH) -> ParamsView:
     """Read and validate a params file; raise ParamsError (one line) on anything not allowed."""
     raw = read_params_file(path)
@@ -64,11 +81,13 @@ def load_params(path: str | Path = DEFAULT_PATH) -> ParamsView:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vitheory.params", description="Check a params file: every key known, every value in range, "
-                                                 "every rule across sections. Prints the error or 'ok'.")
+                                                 "every rule across sections, every point of the atlas's grid. "
+                                                 "Prints the error or 'ok'.")
     parser.add_argument("path", nargs="?", type=Path, default=DEFAULT_PATH, help="default: %(default)s")
     args = parser.parse_args(argv)
     try:
         load_params(args.path)
+        grid_points(read_params_file(args.path))
     except ParamsError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -58,8 +58,14 @@ class Section:
 
 
 def describe(kind: Any) -> str:
+    if kind is Any:
+        return "any value"
+    if get_origin(kind) is dict:
+        return "a mapping of names, each to " + describe(get_args(kind)[1])
     if get_origin(kind) is tuple:
         item = get_args(kind)[0]
+        if item is Any:
+            return "a list of values"
         if get_origin(item) is Literal:
             return "a list of values, each " + describe(item)
         return "a list of " + {int: "integers", float: "numbers"}[item]
@@ -77,6 +83,12 @@ def fail(key: str, value: Any, allowed: str) -> ParamsError:
 def _convert(kind: Any, value: Any, key: str) -> Any:
     if is_dataclass(kind):
         return build(kind, value, key)
+    if kind is Any:  # checked by whoever reads it (the atlas's values: by the keys they set)
+        return value
+    if get_origin(kind) is dict:  # a non-empty YAML mapping, its names strings
+        if not isinstance(value, dict) or not value or not all(isinstance(name, str) for name in value):
+            raise fail(key, value, f"a non-empty {describe(kind)[2:]}")
+        return {name: _convert(get_args(kind)[1], item, f"{key}.{name}") for name, item in value.items()}
     if get_origin(kind) is Literal:
         if value not in get_args(kind):
             raise fail(key, value, describe(kind))

@@ -1,0 +1,221 @@
+"""The atlas (issue 55): its grid validated like the rest of params.yaml, where a claim holds read from
+planted verdicts, the table and figure from planted claims.json records, and the report's lines."""
+
+import json
+import subprocess
+
+import pytest
+import yaml
+from conftest import ROOT
+
+from vitheory import report
+from vitheory.atlas import atlas_rows, draw_atlas, queue_commands
+from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
+from vitheory.core.errors import ArtifactError, ParamsError
+from vitheory.grid import COLUMNS, Point, read_atlas, where_it_holds, where_lines
+from vitheory.params import grid_points, parse_params
+
+KNOB = "generate.li_tokens.alpha_star"
+
+
+def _raw(knobs):
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw["atlas"]["knobs"] = knobs
+    return raw
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ([(0.1, FAILS), (0.2, FAILS), (0.3, HOLDS), (0.4, HOLDS)], "from 0.3"),
+    ([(0.1, FAILS), (0.2, INCONCLUSIVE), (0.3, HOLDS)], "from 0.3 (inconclusive at 0.2: not read as a flip)"),
+    ([(0.1, FAILS), (0.2, HOLDS), (0.3, INCONCLUSIVE), (0.4, HOLDS)],
+     "from 0.2 (inconclusive at 0.3: not read as a flip)"),
+    ([(0.1, HOLDS), (0.2, INCONCLUSIVE), (0.3, HOLDS)], "everywhere (inconclusive at 0.2: not read as a flip)"),
+    ([(0.1, HOLDS), (0.2, HOLDS)], "everywhere"),
+    ([(0.1, FAILS), (0.2, INCONCLUSIVE)], "nowhere in the grid (inconclusive at 0.2: not read as a flip)"),
+    ([(0.1, HOLDS), (0.2, HOLDS), (0.3, FAILS)], "up to 0.2"),
+    ([(0.1, HOLDS), (0.2, FAILS), (0.3, HOLDS), (0.4, FAILS)], "nowhere in the grid"),
+    ([(0.1, FAILS), (0.2, HOLDS), (0.3, FAILS), (0.4, HOLDS)], "from 0.4"),
+    ([(0.1, INCONCLUSIVE), (0.2, INCONCLUSIVE)], "undecided: inconclusive at every value (0.1, 0.2)"),
+])
+def test_where_a_claim_holds_along_a_knob(line, said):
+    assert str(where_it_holds(line)) == said
+
+
+def test_an_unknown_verdict_is_refused():
+    with pytest.raises(ValueError, match="unknown verdicts"):
+        where_it_holds([(0.1, "maybe")])
+
+
+def test_the_committed_grid_passes_and_its_points_leave_the_default_out(default_params):
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    found = grid_points(raw)
+    assert found and all(point.value != raw["generate"]["li_tokens"]["alpha_star"] for point in found
+                         if point.knob == KNOB)
+    assert len(found) == sum(value != _lookup(raw, key) for key, values in default_params.atlas.knobs.items()
+                             for value in values)
+    for point in found:  # every name a git ref name: `dvc exp run --name` takes it
+        assert subprocess.run(["git", "check-ref-format", f"refs/exps/{point.name}"]).returncode == 0, point.name
+
+
+def _lookup(raw, key):
+    for part in key.split("."):
+        raw = raw[part]
+    return raw
+
+
+@pytest.mark.parametrize(("knobs", "message"), [
+    ({"generate.li_tokens.alpha_sta": [0.1]}, "atlas.knobs.generate.li_tokens.alpha_sta is not a params key"),
+    ({KNOB: [0.3, 1.5]}, r"atlas.knobs.generate.li_tokens.alpha_star: its point 1.5 is not a valid params file: "
+                         r"generate.li_tokens.alpha_star = 1.5 is not allowed"),
+    # the value passes its own rule, not the section's: alpha_confusion (0.025) must stay below it
+    ({KNOB: [0.02]}, "its point 0.02 is not a valid params file: generate.li_tokens.alpha_confusion"),
+    ({KNOB: 0.3}, "atlas.knobs.generate.li_tokens.alpha_star = 0.3 is not allowed: must be a non-empty list"),
+    ({"atlas.knobs": [{}]}, "the atlas cannot vary its own grid"),
+    ([KNOB], "atlas.knobs = .* is not allowed: must be a non-empty mapping of names, each to a list of values"),
+])
+def test_a_bad_grid_is_one_line_naming_the_knob(knobs, message):
+    with pytest.raises(ParamsError, match=message):
+        grid_points(_raw(knobs))
+
+
+@pytest.mark.parametrize("preset", ["default", "quick", "paper", "decisive"])
+def test_the_committed_grid_is_valid_under_every_preset(preset):
+    from vitheory.preset import merge
+
+    raw = merge(yaml.safe_load((ROOT / "params.yaml").read_text()),
+                yaml.safe_load((ROOT / f"presets/{preset}.yaml").read_text()))
+    assert grid_points(raw)
+
+
+def test_the_pipelines_own_check_leaves_the_points_to_the_atlas():
+    """An experiment's override that one grid point would break (D = 100 needs handbuilt.pos_dim >= 100)
+    passes the pipeline's check; the atlas's check names the point."""
+    raw = _raw({"generate.spatial.n_patches": [16, 64, 100]})
+    raw["handbuilt"]["pos_dim"] = 64
+    assert parse_params(raw).handbuilt.pos_dim == 64
+    with pytest.raises(ParamsError, match="generate.spatial.n_patches: its point 100 is not a valid params file"):
+        grid_points(raw)
+
+
+def test_a_finished_point_is_not_queued_again():
+    grid = [Point(KNOB, 0.1), Point(KNOB, 0.3)]
+    assert queue_commands(grid, {grid[0].name: "abc"}) == [
+        ["dvc", "exp", "run", "--queue", "-S", f"{KNOB}=0.3", "--name", f"atlas-{KNOB}-0.3"]]
+
+
+def _record(claim_id, verdict, value=1.0, seeds_needed=None):
+    check = {"verdict": verdict, "interval": [value - 0.1, value + 0.1], "quantity": "q", "seeds_needed": seeds_needed}
+    return {"id": claim_id, "verdict": verdict, "measured": {"q": value}, "criteria": {"q > 0": check},
+            "conditions": {}}
+
+
+def _atlas(verdicts_by_value, default=0.2):
+    """The table of one claim, LI-X, whose verdict at each alpha* is planted; the default point at 0.2."""
+    found = {Point(KNOB, value): [_record("LI-X", verdict, seeds_needed=12)]
+             for value, verdict in verdicts_by_value.items() if value != default}
+    rows = atlas_rows([_record("LI-X", verdicts_by_value[default])], {"generate": {"li_tokens": {"alpha_star": default}}},
+                      [KNOB], found)
+    return [dict(zip(COLUMNS, map(str, row))) for row in rows]
+
+
+def test_a_planted_flip_is_named_at_its_value():
+    rows = _atlas({0.1: FAILS, 0.15: FAILS, 0.2: HOLDS, 0.3: HOLDS})
+    assert [(row["value"], row["claim_verdict"], row["default"]) for row in rows] == [
+        ("0.2", HOLDS, "true"), ("0.1", FAILS, "false"), ("0.15", FAILS, "false"), ("0.3", HOLDS, "false")]
+    assert where_lines(rows) == {"LI-X": [f"`{KNOB}`: from 0.2"]}
+
+
+def test_a_planted_inconclusive_point_is_not_read_as_a_flip():
+    rows = _atlas({0.1: HOLDS, 0.15: INCONCLUSIVE, 0.2: HOLDS, 0.3: HOLDS})
+    said = where_lines(rows)["LI-X"]
+    assert said[0] == f"`{KNOB}`: everywhere (inconclusive at 0.15: not read as a flip)"
+    assert said[1:] == [f"at `{KNOB}` = 0.15, `q > 0`: about 12 seeds per group would decide it at the measured "
+                        "effect and spread"]
+
+
+def test_the_figure_draws_every_claim_at_every_point(tmp_path):
+    rows = _atlas({0.1: FAILS, 0.2: HOLDS, 0.3: INCONCLUSIVE})
+    draw_atlas([[row[column] for column in COLUMNS] for row in rows], tmp_path / "atlas.png", 50)
+    assert (tmp_path / "atlas.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_committed_atlas_table_is_empty_and_the_report_then_unchanged(default_params):
+    assert read_atlas(ROOT / "reports/atlas/atlas.csv") == []
+    record = _record("LI-X", HOLDS) | {"statement": "s", "metric": "m", "units": {"seeds": 3}, "variants": {},
+                                       "evidence": [], "criteria": {"q > 0": {**_record("LI-X", HOLDS)["criteria"]["q > 0"],
+                                                                              "df": None, "method": "m", "kind": "mean",
+                                                                              "units": {"seeds": 3}, "margin": 1.0,
+                                                                              "source": "ours: x"}}}
+    plain = report.claim_section(record, "r", 0.95)
+    assert report.claim_section(record, "r", 0.95, where_lines([]).get("LI-X", ())) == plain
+    shown = report.claim_section(record, "r", 0.95, [f"`{KNOB}`: from 0.2"])
+    assert f"- `{KNOB}`: from 0.2" in shown and len(shown) == len(plain) + 4
+
+
+def _git(root, *args):
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _commit(root, params, claims, message):
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    (root / "reports").mkdir(exist_ok=True)
+    (root / "reports/claims.json").write_text(json.dumps({"claims": claims}))
+    _git(root, "add", "-A")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message)
+    return _git(root, "rev-parse", "HEAD")
+
+
+def _experiment(root, base, params, claims, name):
+    """A finished experiment as DVC stores it: a commit on HEAD, under refs/exps/<baseline>/<name>."""
+    sha = _commit(root, params, claims, name)
+    _git(root, "update-ref", f"refs/exps/{base[:2]}/{base[2:]}/{name}", sha)
+    _git(root, "reset", "-q", "--hard", base)
+
+
+def test_the_table_reads_each_finished_experiment_of_head_from_its_commit(tmp_path, monkeypatch):
+    """Experiments planted as DVC stores them (no DVC run): the table takes HEAD's run as the default point
+    and each experiment's claims.json from its commit, names the planted flip, and refuses an experiment
+    that ran at another value than its name says."""
+    from dvc.repo import Repo
+
+    from vitheory.atlas import make_table
+
+    _git(tmp_path, "init", "-q")
+    Repo.init(str(tmp_path))
+    params = _raw({KNOB: [0.1, 0.2, 0.3]})
+    committed = json.loads((ROOT / "reports/claims.json").read_text())["claims"]
+    claims, flipped = ([dict(record, verdict=verdict) if record["id"] == "LI-3" else record for record in committed]
+                       for verdict in (HOLDS, FAILS))
+    base = _commit(tmp_path, params, claims, "the run")
+    _experiment(tmp_path, base, _set(params, 0.1), flipped, f"atlas-{KNOB}-0.1")
+    _experiment(tmp_path, base, _set(params, 0.3), claims, f"atlas-{KNOB}-0.3")
+    monkeypatch.chdir(tmp_path)
+    assert make_table(tmp_path) == []
+    rows = read_atlas(tmp_path / "reports/atlas/atlas.csv")
+    assert {(row["claim"], row["value"]) for row in rows} == {(r["id"], v) for r in claims for v in ("0.1", "0.2", "0.3")}
+    assert where_lines(rows)["LI-3"][0] == f"`{KNOB}`: from 0.2"
+    assert (tmp_path / "reports/atlas/atlas.png").is_file()
+    _experiment(tmp_path, base, _set(params, 0.25), claims, f"atlas-{KNOB}-0.3")  # renamed by hand
+    with pytest.raises(ParamsError, match=f"experiment atlas-{KNOB}-0.3 ran with {KNOB} = 0.25, not 0.3"):
+        make_table(tmp_path)
+
+
+def _set(params, value):
+    changed = json.loads(json.dumps(params))
+    changed["generate"]["li_tokens"]["alpha_star"] = value
+    return changed
+
+
+def test_a_table_of_other_columns_is_refused(tmp_path):
+    (tmp_path / "atlas.csv").write_text("claim,verdict\n")
+    with pytest.raises(ArtifactError, match=r"atlas.csv: columns \['claim', 'verdict'\] are not .* remake it with"):
+        read_atlas(tmp_path / "atlas.csv")
+
+
+def test_the_table_without_a_committed_run_says_what_to_do(tmp_path, capsys, monkeypatch):
+    from vitheory.atlas import main
+
+    _git(tmp_path, "init", "-q")
+    monkeypatch.chdir(tmp_path)
+    assert main(["table"]) == 2
+    assert capsys.readouterr().err.startswith("error: HEAD:params.yaml cannot be read")

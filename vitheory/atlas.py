@@ -1,0 +1,185 @@
+"""`python -m vitheory.atlas queue | table`: the atlas of issue 55, each claim's verdict across the regimes
+the papers name, one DVC experiment per point of params.yaml's `atlas` grid (vitheory.grid).
+
+    python -m vitheory.atlas queue --dry   # print the `dvc exp run --queue` of every point not yet run
+    python -m vitheory.atlas queue         # queue them; then `dvc queue start -j 1`
+    python -m vitheory.atlas table         # reports/atlas/atlas.csv and atlas.png from the experiments
+
+Each point is `dvc exp run --queue -S <knob>=<value> --name atlas-<knob>-<value>`: DVC reruns only the
+stages that list the knob (and restores a stage seen before from its run-cache), a finished point is
+never queued again, and points run elsewhere arrive with `dvc exp pull` (README, "The atlas").
+
+`table` finds the finished experiments of HEAD through DVC's API (`Repo.experiments.ls`, what
+`dvc exp list` prints: finished experiments only, with their full commits, read from the local git refs,
+offline) and reads each one's `reports/claims.json` from its commit (`git show`): claims.json is a
+git-tracked output, not a metric, so `dvc exp show --json` does not carry it, and exp show's rows also
+hold queued and failed experiments, whose revisions are stashes of the baseline. The default point is
+HEAD's own committed run. The table checks that each experiment ran at its point's value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+import yaml
+from matplotlib.colors import ListedColormap
+from matplotlib.patches import Patch
+
+from vitheory.core.artifacts import atomic_path, write_table
+from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, labelled_checks
+from vitheory.core.config import read_params_file
+from vitheory.core.errors import ArtifactError, ParamsError, VitheoryError
+from vitheory.core.figures import set_theme
+from vitheory.core.paths import artifact
+from vitheory.grid import COLUMNS, Point, lookup, value_text
+from vitheory.params import DEFAULT_PATH, parse_params
+from vitheory.params import grid_points as checked_points
+from vitheory.report import power_line
+
+DEFAULT = "default"
+VERDICT_COLOURS = {HOLDS: "#4daf4a", FAILS: "#e41a1c", INCONCLUSIVE: "#bdbdbd"}
+
+
+def git_file(root: Path, rev: str, path: str | Path) -> str:
+    """A file's text at a commit; ArtifactError (one line) when the commit has none."""
+    shown = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=root, capture_output=True, text=True)
+    if shown.returncode != 0:
+        raise ArtifactError(f"{rev[:12]}:{path} cannot be read ({shown.stderr.strip()}): the atlas reads the "
+                            "committed run, so `dvc repro` and commit first")
+    return shown.stdout
+
+
+def finished(root: Path) -> dict[str, str]:
+    """Every finished experiment of HEAD: name -> commit."""
+    from dvc.repo import Repo  # DVC's import takes a second: the figure and the rows go without it
+
+    with Repo(str(root)) as repo:
+        listed = repo.experiments.ls(rev="HEAD")
+    return {name: rev for experiments in listed.values() for name, rev in experiments if rev}
+
+
+def queue_commands(grid_points: Sequence[Point], done: Mapping[str, str]) -> list[list[str]]:
+    """The `dvc exp run --queue` command of every point not yet finished."""
+    return [["dvc", "exp", "run", "--queue", "-S", point.setting, "--name", point.name]
+            for point in grid_points if point.name not in done]
+
+
+def point_rows(records: Sequence[Mapping[str, Any]], knob: str, value: Any, default: bool) -> list[list[Any]]:
+    """The table's rows of one point's claims.json records, on one knob's line."""
+    rows = []
+    for record in records:
+        for label, check in labelled_checks(record):
+            low, high = check["interval"]
+            rows.append([record["id"], label, knob, value_text(value), str(default).lower(), check["verdict"],
+                         record["verdict"], record["measured"][check["quantity"]], low, high,
+                         power_line(label, check) or ""])
+    return rows
+
+
+def atlas_rows(default: Sequence[Mapping[str, Any]], default_params: Mapping[str, Any],
+               knobs: Sequence[str], found: Mapping[Point, Sequence[Mapping[str, Any]]]) -> list[list[Any]]:
+    """The whole table: on each knob's line, the default point's records (at the knob's default value),
+    then those of every finished point of that knob."""
+    rows = []
+    for knob in knobs:
+        rows += point_rows(default, knob, lookup(default_params, knob), True)
+        for point, records in found.items():
+            if point.knob == knob:
+                rows += point_rows(records, knob, point.value, False)
+    return rows
+
+
+def read_points(root: Path, grid_points: Sequence[Point], done: Mapping[str, str]) -> dict[Point, list[Any]]:
+    """Each finished point's claims.json records, after checking that it ran at its value."""
+    found = {}
+    for point in grid_points:
+        if point.name not in done:
+            continue
+        rev = done[point.name]
+        ran_at = lookup(yaml.safe_load(git_file(root, rev, DEFAULT_PATH)), point.knob)
+        if ran_at != point.value:
+            raise ParamsError(f"experiment {point.name} ran with {point.knob} = {ran_at!r}, not {point.value!r}: "
+                              f"`dvc exp remove {point.name}` and queue it again")
+        found[point] = json.loads(git_file(root, rev, artifact("claims")))["claims"]
+    return found
+
+
+def draw_atlas(rows: Sequence[Sequence[Any]], path: Path, dpi: int) -> None:
+    """Claims as rows, points as columns (the default first, marked), each cell the claim's verdict."""
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    table["point"] = [DEFAULT if default == "true" else f"{knob}={value}"
+                      for knob, value, default in zip(table["knob"], table["value"], table["default"])]
+    table = table.drop_duplicates(["claim", "point"])  # the default point sits on every knob's line
+    order = [DEFAULT] + [point for point in dict.fromkeys(table["point"]) if point != DEFAULT]
+    claims = list(dict.fromkeys(table["claim"]))
+    codes = {verdict: index for index, verdict in enumerate(VERDICT_COLOURS)}
+    grid = (table.assign(code=table["claim_verdict"].map(codes))
+            .pivot(index="claim", columns="point", values="code").reindex(index=claims, columns=order))
+    fig, ax = plt.subplots(figsize=(1.2 + 0.45 * len(order), 0.8 + 0.3 * len(claims)))
+    sns.heatmap(grid.astype(float), ax=ax, cmap=ListedColormap(list(VERDICT_COLOURS.values())), vmin=-0.5,
+                vmax=len(codes) - 0.5, cbar=False, linewidths=0.5, linecolor="white", mask=grid.isna())
+    ax.add_patch(plt.Rectangle((0, 0), 1, len(claims), fill=False, edgecolor="black", linewidth=2))
+    ax.set_xlabel("point (one knob from the default, which is framed)")
+    ax.set_ylabel("claim")
+    ax.set_xticks(np.arange(len(order)) + 0.5, order, rotation=60, ha="right")
+    ax.legend(handles=[Patch(color=colour, label=verdict) for verdict, colour in VERDICT_COLOURS.items()],
+              loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format="png", metadata={"Software": None})
+    plt.close(fig)
+
+
+def make_table(root: Path) -> list[str]:
+    """reports/atlas/atlas.csv and atlas.png from HEAD's run and its finished experiments; returns the
+    names of the grid's points that have not run yet."""
+    raw = yaml.safe_load(git_file(root, "HEAD", DEFAULT_PATH))
+    params = parse_params(raw)
+    grid_points = checked_points(raw)
+    done = finished(root)
+    found = read_points(root, grid_points, done)
+    default = json.loads(git_file(root, "HEAD", artifact("claims")))["claims"]
+    rows = atlas_rows(default, raw, list(params.atlas.knobs), found)
+    write_table(root / artifact("atlas_table"), COLUMNS, rows)
+    set_theme(params.render.context)
+    draw_atlas(rows, root / artifact("atlas_figure"), params.render.dpi)
+    return [point.name for point in grid_points if point not in found]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m vitheory.atlas", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    queue = commands.add_parser("queue", help="queue every point of the grid not yet run as a DVC experiment")
+    queue.add_argument("--dry", action="store_true", help="print the commands, queue nothing")
+    commands.add_parser("table", help="the atlas table and figure from HEAD's run and its experiments")
+    args = parser.parse_args(argv)
+    root = Path.cwd()
+    try:
+        if args.command == "table":
+            missing = make_table(root)
+            print(f"{artifact('atlas_table')}, {artifact('atlas_figure')} written"
+                  + (f"; not run yet: {', '.join(missing)}" if missing else "; every point of the grid ran"))
+            return 0
+        commands_left = queue_commands(checked_points(read_params_file(root / DEFAULT_PATH)), finished(root))
+        for command in commands_left:
+            print(shlex.join(command))
+            if not args.dry:
+                subprocess.run([sys.executable, "-m", *command], cwd=root, check=True)
+    except VitheoryError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""The atlas's grid (issue 55): params.yaml's `atlas` section, its points, and where a claim holds along
+a knob.
+
+Each knob is a dotted params key with a few values, chosen where a paper says the regime matters. The
+grid is walked one knob at a time from the committed params (the default point): one experiment per
+value that differs from the default, so that its cost grows with the number of values, not with their
+product. `vitheory.params.grid_points` checks every point as a whole params file (the pipeline does
+not: an experiment's overrides never fail on a grid it does not run); `python -m vitheory.atlas` queues
+the points as DVC experiments and reads their claims back (`reports/atlas/atlas.csv`), and the report
+stage reads that table, when it has rows, for each claim's "where it holds" line.
+
+Where a claim holds along a knob (`where_it_holds`) is read from its verdicts at the knob's values in
+order: the smallest value from which on it holds at every larger decided one, "everywhere" or "nowhere
+in the grid". An inconclusive point decides nothing: it is named with its power line, never read as a
+flip.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
+from vitheory.core.config import Section, knob
+from vitheory.core.errors import ArtifactError, ParamsError
+
+SECTION = "atlas"  # read by `python -m vitheory.atlas`, by no stage of `dvc repro`
+
+
+@dataclass(frozen=True)
+class AtlasParams(Section):
+    """params.yaml `atlas`: each knob (a dotted params key) to the values the atlas runs it at."""
+
+    knobs: dict[str, tuple[Any, ...]] = knob()
+
+
+@dataclass(frozen=True)
+class Point:
+    """One experiment of the atlas: the default params with one knob set to one value."""
+
+    knob: str
+    value: Any
+
+    @property
+    def name(self) -> str:
+        """The experiment's name, a valid git ref name: `atlas-<knob>-<value>`."""
+        return "atlas-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{self.knob}-{value_text(self.value)}").strip("_.")
+
+    @property
+    def setting(self) -> str:
+        """`dvc exp run -S`'s argument: the value as YAML (JSON is YAML)."""
+        return f"{self.knob}={value_text(self.value)}"
+
+
+def value_text(value: Any) -> str:
+    return json.dumps(value)
+
+
+def lookup(raw: Mapping[str, Any], key: str) -> Any:
+    """The value at the dotted `key` of parsed params; ParamsError when the file has no such key."""
+    node: Any = raw
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise ParamsError(f"{SECTION}.knobs.{key} is not a params key: name a key of params.yaml")
+        node = node[part]
+    return node
+
+
+def with_value(raw: Mapping[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """A copy of the parsed params with the dotted `key` set to `value`."""
+    lookup(raw, key)
+    changed = copy.deepcopy(dict(raw))
+    *parents, last = key.split(".")
+    node = changed
+    for part in parents:
+        node = node[part]
+    node[last] = value
+    return changed
+
+
+def points(grid: AtlasParams, raw: Mapping[str, Any]) -> list[Point]:
+    """Every experiment of the grid around the params `raw`: each knob's values other than its default."""
+    found = []
+    for key, values in grid.knobs.items():
+        if key == SECTION or key.startswith(f"{SECTION}."):
+            raise ParamsError(f"{SECTION}.knobs.{key}: the atlas cannot vary its own grid")
+        default = lookup(raw, key)
+        found += [Point(key, value) for value in values if value != default]
+    names = [point.name for point in found]
+    for point in found:
+        if names.count(point.name) > 1:
+            raise ParamsError(f"{SECTION}.knobs.{point.knob}: two values share the experiment name {point.name}")
+    return found
+
+
+def line_order(values: Sequence[Any]) -> list[Any]:
+    """A knob's values in the order the atlas reads them: ascending when all are numbers, else as given."""
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    return sorted(values) if numbers else list(values)
+
+
+UNDECIDED = "undecided"
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a claim holds along one knob: `said` ("from", "up to", "everywhere", "nowhere in the grid",
+    "undecided"), the value it names (from, up to), and the values at which it was inconclusive."""
+
+    said: str
+    value: Any = None
+    inconclusive: tuple[Any, ...] = ()
+
+    def __str__(self) -> str:
+        text = self.said if self.value is None else f"{self.said} {value_text(self.value)}"
+        if self.said == UNDECIDED:
+            return f"{text}: inconclusive at every value ({', '.join(map(value_text, self.inconclusive))})"
+        if self.inconclusive:
+            text += (" (inconclusive at " + ", ".join(map(value_text, self.inconclusive))
+                     + ": not read as a flip)")
+        return text
+
+
+def where_it_holds(line: Sequence[tuple[Any, str]]) -> Where:
+    """Where a claim holds along a knob, from its verdict at each value (`line`, in the knob's order):
+    from the smallest value on which it holds at every larger decided value; up to a value when it holds
+    below and fails above; everywhere; nowhere in the grid. Inconclusive values are left out of the
+    reading and named."""
+    unknown = {verdict for _, verdict in line} - {HOLDS, FAILS, INCONCLUSIVE}
+    if unknown:
+        raise ValueError(f"unknown verdicts {sorted(unknown)}: expected {HOLDS}, {FAILS} or {INCONCLUSIVE}")
+    undecided = tuple(value for value, verdict in line if verdict == INCONCLUSIVE)
+    decided = [(value, verdict == HOLDS) for value, verdict in line if verdict != INCONCLUSIVE]
+    holds = [held for _, held in decided]
+    if not decided:
+        return Where(UNDECIDED, inconclusive=undecided)
+    if all(holds):
+        return Where("everywhere", inconclusive=undecided)
+    if not any(holds):
+        return Where("nowhere in the grid", inconclusive=undecided)
+    if holds[-1]:
+        first = len(holds) - holds[::-1].index(False)  # just past the last failure
+        return Where("from", decided[first][0], undecided)
+    last = holds.index(False) - 1  # just before the first failure
+    if any(holds[last + 1:]):
+        return Where("nowhere in the grid", inconclusive=undecided)  # back and forth, ending in a failure
+    return Where("up to", decided[last][0], undecided)
+
+
+# reports/atlas/atlas.csv, long form: one row per claim, criterion and point; a knob's line holds the
+# default point too (`default` true), at the knob's default value
+COLUMNS = ("claim", "criterion", "knob", "value", "default", "verdict", "claim_verdict", "measured", "low",
+           "high", "power_line")
+
+
+def read_atlas(path: str | Path) -> list[dict[str, str]]:
+    """The rows of the atlas table; none when it has only its header (no atlas made yet)."""
+    with open(path, newline="") as handle:
+        reader = csv.DictReader(handle)
+        if tuple(reader.fieldnames or ()) != COLUMNS:
+            raise ArtifactError(f"{path}: columns {reader.fieldnames} are not {list(COLUMNS)}: remake it with "
+                                "`python -m vitheory.atlas table`")
+        return list(reader)
+
+
+def claim_lines(rows: Sequence[Mapping[str, str]]) -> Iterator[tuple[str, str, list[tuple[Any, str]]]]:
+    """(claim, knob, [(value, claim verdict)] in the knob's order) for every claim and knob of the table."""
+    verdicts: dict[tuple[str, str], dict[str, str]] = {}
+    for row in rows:
+        verdicts.setdefault((row["claim"], row["knob"]), {})[row["value"]] = row["claim_verdict"]
+    for (claim, key), by_value in verdicts.items():
+        values = line_order([json.loads(value) for value in by_value])
+        yield claim, key, [(value, by_value[value_text(value)]) for value in values]
+
+
+def where_lines(rows: Sequence[Mapping[str, str]]) -> dict[str, list[str]]:
+    """Each claim's "where it holds" along every knob, then the power line of each inconclusive point."""
+    said: dict[str, list[str]] = {}
+    for claim, key, line in claim_lines(rows):
+        said.setdefault(claim, []).append(f"`{key}`: {where_it_holds(line)}")
+    for row in rows:
+        if row["power_line"] and row["default"] == "false":
+            said[row["claim"]].append(f"at `{row['knob']}` = {row['value']}, {row['power_line']}")
+    return said
