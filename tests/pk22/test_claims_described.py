@@ -219,7 +219,8 @@ def test_pk9_holds_on_each_stages_last_block_against_the_largest_before_it_the_s
     """Decided on: a two-block stage counts; a three-block stage's last block is compared with its largest
     earlier block, the middle one, not the first; a one-block stage has nothing to compare and is left out;
     the stem's embedding, at stage 1's size and the largest variance, is no block of stage 1. Every seed's
-    mean is log(3) / 2 + log(1/2) / 2 > 0: it holds."""
+    mean is log(3) / 2 + log(1/2) / 2 > 0, and the variance falls into the next stage on the mean of the
+    boundaries (INTO_NEXT < 0): it holds."""
     _stage_table(tmp_path)
     record = evaluate(CLAIMS["PK-9"], "PK22", tmp_path, SETTINGS)
     for model in ("alternet", "cnn"):
@@ -227,9 +228,9 @@ def test_pk9_holds_on_each_stages_last_block_against_the_largest_before_it_the_s
     assert record["verdict"] == HOLDS
 
 
-def test_pk9_describes_the_change_into_each_next_stage_and_the_stages():
-    """Beside the verdict: the log change from each stage's last block into the next stage's first, mean
-    over the boundaries, and the number of stages."""
+def test_pk9_measures_the_change_into_each_next_stage_and_the_stages():
+    """The fall after a peak: the log change from each stage's last block into the next stage's first, mean
+    over the boundaries (the CNN's decides, AlterNet's is described), and the number of stages."""
     profile = [{"kind": kind, "tokens": tokens, "variance": variance} for kind, tokens, variance in THREE_STAGES]
     measured = CLAIMS["PK-9"].statistics({"alternet": [profile] * 2, "cnn": [profile] * 2})
     for model in ("alternet", "cnn"):
