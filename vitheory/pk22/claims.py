@@ -66,17 +66,20 @@ def _feature_maps_regime(params: Any) -> str:
                                       "dropped; blocks that downsample are left out of the checks.")
 
 
+PK5_DECIDES, PK5_VARIANT = "official", "rms"  # PK-5's noise normalisations (noise.NORMALISATIONS): verdict, variant
+
+
 def _pk5_regime(params: Any) -> str:
     cfg = params.pk
+    size = {"official": f"{cfg.sign_noise_eps} per pixel", "rms": f"root-mean-square {cfg.noise_rms}"}
     return _models_setting(params) + (
-        f" Noise bands {list(cfg.frequencies)} (units of pi, radius max(|f_x|, |f_y|), "
-        f"bandwidth {cfg.bandwidth}), root-mean-square {cfg.noise_rms} in normalised pixels, the same in every "
-        "band: this decides the verdict. It differs from the official attack, which passes sign noise of one size "
-        f"per pixel ({cfg.sign_noise_eps} here) through a square ring without rescaling, so that its energy is in "
-        "proportion to the ring's size (1 frequency at 0, 31 to 56 at the outer rings of a 16 x 16 image); that "
-        "normalisation, on our rings, is the variant, reported beside (the official mask, cut by int() and half a "
-        "bin off-centre, holds slightly different frequencies: none at 0). Equal energy per band compares the "
-        "models' sensitivity to a frequency, not to a larger perturbation.")
+        f" Noise bands {list(cfg.frequencies)} (units of pi, radius max(|f_x|, |f_y|), bandwidth {cfg.bandwidth}), "
+        f"in normalised pixels. The verdict's noise: {noise.NORMALISATIONS[PK5_DECIDES]} ({size[PK5_DECIDES]}); "
+        f"the variant's, reported beside: {noise.NORMALISATIONS[PK5_VARIANT]} ({size[PK5_VARIANT]}). The official "
+        "noise's energy is 1 frequency's at 0 and 31 to 56 at the outer rings of a 16 x 16 image; it runs on our "
+        "rings (the official mask, cut by int() and half a bin off-centre, holds slightly different frequencies: "
+        "none at 0). Equal energy per band compares the models' sensitivity to a frequency, not to a larger "
+        "perturbation.")
 
 
 def _training_samples(root: Path) -> Samples:
@@ -448,8 +451,8 @@ PAPER = Paper(
             metric=("each model's accuracy drop under noise band-passed at the highest frequency minus its drop "
                     "at the lowest non-zero one (its profile over frequency; the models' clean accuracies differ; "
                     "frequency 0, a uniform brightness shift, described beside it), mean over seeds; the ViT's "
-                    "profile against the CNN's; the official attack's noise (sign noise through each ring, energy "
-                    "in proportion to the ring's size) decides, noise of equal rms in every band beside it"),
+                    f"profile against the CNN's; decided under {noise.NORMALISATIONS[PK5_DECIDES]}; beside it, under "
+                    f"{noise.NORMALISATIONS[PK5_VARIANT]}"),
             criteria=(Criterion("vit_minus_cnn_high_minus_low", "<", 0.0,
                                 ("paper: [PK22] (as docs/SCIENCE.md reads it): ViTs robust to high-, fragile to "
                                  "low-frequency noise, CNNs the opposite; the sign"), MEAN, bounds=(-1.0, 1.0)),),
@@ -457,10 +460,10 @@ PAPER = Paper(
                                   ("ours: no model may collapse under the noise (50% accuracy left at every band), "
                                    "so the drops compare working models"), MEAN, bounds=(0.0, 1.0)),),
             evidence=(figure_path(figures.NOISE), table_path("noise")),
-            samples=_noise_samples("official"),
+            samples=_noise_samples(PK5_DECIDES),
             statistics=_pk5_statistics,
             variants=(Variant("noise of equal rms in every band (ours: the drops compare bands at equal energy)",
-                              _noise_samples("rms")),),
+                              _noise_samples(PK5_VARIANT)),),
             regime=_pk5_regime,
         ),
         Claim(
