@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from vitheory.core.artifacts import write_table
 from vitheory.core.claims import Claim
@@ -92,3 +93,14 @@ def test_pk5_says_which_noise_decides_the_one_its_verdict_reads(tmp_path, defaul
     assert f"the variant's, reported beside: {noise.NORMALISATIONS[variant]}" in setting
     assert f"decided under {noise.NORMALISATIONS[deciding]}; beside it, under {noise.NORMALISATIONS[variant]}" in \
         claim.metric
+
+
+def test_readme_quotes_the_decisive_presets_seeds_as_the_preset_has_them():
+    """README names the decisive preset's seed counts in two sections: both must be the generated preset's."""
+    preset = yaml.safe_load((ROOT / "presets/decisive.yaml").read_text())
+    readme = (ROOT / "README.md").read_text()
+    quoted = {"real": re.findall(r"(\d+) per real-image model", readme) + re.findall(r"\((\d+) real-image seeds", readme),
+              "control": re.findall(r"(\d+) control seeds", readme)}
+    assert all(quoted.values()), "README no longer quotes the decisive preset's seeds where this test looks"
+    assert {family: {int(n) for n in counts} for family, counts in quoted.items()} == {
+        family: {preset[family]["seeds"]} for family in quoted}
