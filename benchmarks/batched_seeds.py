@@ -30,7 +30,8 @@ import yaml
 from vitheory.core.device import resolve_device
 from vitheory.images.batched import train_batched
 from vitheory.images.prepare import prepare
-from vitheory.images.training import FitTask, build_model, load_images, run_task
+from vitheory.images.recipe import FitTask
+from vitheory.images.training import build_model, load_images, run_task
 from vitheory.params import DEFAULT_PATH, parse_params
 from vitheory.pk22.trainings import build_alternet
 from vitheory.preset import PRESETS, merge

@@ -31,7 +31,8 @@ import torch
 from benchmarks import load_average
 from vitheory.images.params import CompileParams
 from vitheory.images.prepare import prepare
-from vitheory.images.training import FitTask, build_model, load_images, run_tasks
+from vitheory.images.recipe import FitTask
+from vitheory.images.training import build_model, load_images, run_tasks
 from vitheory.params import DEFAULT_PATH, load_params
 from vitheory.pk22.trainings import build_alternet
 

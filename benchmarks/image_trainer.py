@@ -28,7 +28,8 @@ from benchmarks import load_average
 from benchmarks.ensemble import matmul_peak_gflops
 from vitheory.core.device import seeded
 from vitheory.images.prepare import prepare
-from vitheory.images.training import FitTask, build_model, fit, load_images, run_tasks
+from vitheory.images.recipe import FitTask
+from vitheory.images.training import build_model, fit, load_images, run_tasks
 from vitheory.params import DEFAULT_PATH, parse_params
 from vitheory.preset import merge
 

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-from matplotlib.collections import LineCollection  # noqa: E402
+from matplotlib.collections import LineCollection, PathCollection  # noqa: E402
 from matplotlib.colors import to_rgb  # noqa: E402
 from matplotlib.container import ErrorbarContainer  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
@@ -21,9 +21,15 @@ from matplotlib.patches import Rectangle  # noqa: E402
 
 from vitheory.core.figures import MODEL_COLOURS, model_colour, set_theme  # noqa: E402
 from vitheory.jsl22 import figures as jsl  # noqa: E402
+from vitheory.li23 import figures as li  # noqa: E402
 from vitheory.pk22 import figures as pk  # noqa: E402
+from vitheory.pk22.claims import NOISE_DECIDES, PAPER, SHARE_COMPARISONS  # noqa: E402
+from vitheory.pk22.noise import NORMALISATIONS  # noqa: E402
+from vitheory.pk22.tables import table_path  # noqa: E402
 
 RNG_SEED = 0
+COMPARISONS = tuple(SHARE_COMPARISONS.values())
+LEAST_COLOUR_DISTANCE = 35  # CIELAB: the colorblind palette's orange and vermillion are 25.6 apart
 SEEDS = (0, 1, 2)
 LABELS = {**pk.PK_MODELS, **jsl.REAL_MODELS}  # one label per model name in both papers
 
@@ -78,10 +84,14 @@ def model_colours(fig: plt.Figure) -> dict[str, set]:
     """Each model label to the colours every legend entry and labelled line of `fig` gives it; a label
     that is a model's, or starts with one and a colon (pk_hessian's 'ViT: NEP 0.03, APE 52.6')."""
     found: dict[str, set] = {}
+    for legend in [ax.get_legend() for ax in fig.axes] + fig.legends:
+        if legend is not None:
+            for handle, text in zip(legend.legend_handles, (t.get_text() for t in legend.texts)):
+                model = text.split(":")[0]
+                if model in LABELS.values():
+                    found.setdefault(model, set()).add(handle_colour(handle))
     for ax in fig.axes:
-        legend = ax.get_legend()
-        entries = [] if legend is None else list(zip(legend.legend_handles, (t.get_text() for t in legend.texts)))
-        entries += [(line, line.get_label()) for line in ax.lines]
+        entries = [(line, line.get_label()) for line in ax.lines]
         for handle, text in entries:
             model = text.split(":")[0]
             if model in LABELS.values():
@@ -98,7 +108,7 @@ def theme():
 
 
 def test_pk_hessian_gives_each_model_one_colour_in_every_panel(tmp_path):
-    fig = pk.pk_hessian_figure(*hessian_tables())
+    fig = pk.pk_hessian_figure(*hessian_tables(), COMPARISONS)
     fig.savefig(tmp_path / "pk_hessian.png")
     found = model_colours(fig)
     assert set(found) == set(pk.PK_MODELS.values()), f"models drawn: {sorted(found)}"
@@ -109,7 +119,7 @@ def test_pk_hessian_gives_each_model_one_colour_in_every_panel(tmp_path):
 
 
 def test_models_keep_their_colour_from_figure_to_figure(tmp_path):
-    figures = {"pk_hessian": pk.pk_hessian_figure(*hessian_tables()),
+    figures = {"pk_hessian": pk.pk_hessian_figure(*hessian_tables(), COMPARISONS),
                "real_accuracy": jsl.real_accuracy_figure(real_table())}
     for name, fig in figures.items():
         fig.savefig(tmp_path / f"{name}.png")
@@ -120,8 +130,23 @@ def test_models_keep_their_colour_from_figure_to_figure(tmp_path):
                 f"{name}: {label} drawn in {colours}, not its MODEL_COLOURS colour"
 
 
+def lab(colour) -> np.ndarray:
+    """CIELAB (D65) of an sRGB colour: distances there follow how far apart colours look."""
+    linear = np.array([c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(colour)])
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ linear
+    f = np.cbrt(np.maximum(xyz / np.array([0.95047, 1.0, 1.08883]), 0.008856))
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def nearest_pair(colours: dict) -> tuple[float, tuple]:
+    return min((float(np.linalg.norm(lab(colours[a]) - lab(colours[b]))), (a, b))
+               for a, b in itertools.combinations(colours, 2))
+
+
 def test_model_colours_tell_every_model_apart():
-    assert len(set(MODEL_COLOURS.values())) == len(MODEL_COLOURS)
+    distance, pair = nearest_pair(MODEL_COLOURS)
+    assert distance >= LEAST_COLOUR_DISTANCE, f"{pair} only {distance:.1f} apart"
+    assert nearest_pair({"orange": "#de8f05", "vermillion": "#d55e00"})[0] < LEAST_COLOUR_DISTANCE
     with pytest.raises(ValueError, match="MODEL_COLOURS"):
         model_colour("resnet")
 
@@ -163,3 +188,63 @@ def test_real_accuracy_draws_points_with_the_claims_floors(tmp_path):
     floors = {line.get_label().split(" ")[0]: line.get_segments()[0][0][1]
               for line in ax.collections if isinstance(line, LineCollection) and line.get_label().startswith("JSL")}
     assert floors == pytest.approx({"JSL-6": natural_vit - 0.05})
+
+
+def test_pk_hessian_keeps_its_legend_off_the_panels_and_shows_the_deciding_share(tmp_path):
+    hessian, density = hessian_tables()
+    fig = pk.pk_hessian_figure(hessian, density, COMPARISONS)
+    fig.savefig(tmp_path / "pk_hessian.png")
+    renderer = fig.canvas.get_renderer()
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + fig.legends
+    assert legends and not any(legend.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
+                               for legend in legends for ax in fig.axes), "a legend covers a panel"
+    share = fig.axes[-1]
+    shares = pk.negative_curvature_shares(density)
+    assert sum(len(c.get_offsets()) for c in share.collections if isinstance(c, PathCollection)) == len(shares), \
+        "one dot per model and seed"
+    means = shares.groupby("model").share.mean()
+    for model, against in COMPARISONS:
+        assert f"{pk.PK_MODELS[model]} − {pk.PK_MODELS[against]}: {means[model] - means[against]:+.3g}" \
+            in share.get_xlabel()
+
+
+def test_pk_noise_marks_the_panel_of_the_normalisation_pk5_decides_on(tmp_path):
+    drops = dict(zip(NORMALISATIONS, (0.1, 0.3)))
+    table = pd.DataFrame([(model, seed, normalisation, frequency, 0.9, drops[normalisation])
+                          for model in ("vit", "cnn") for seed in SEEDS for normalisation in NORMALISATIONS
+                          for frequency in (0.0, 0.5, 1.0)],
+                         columns=["model", "seed", "normalisation", "frequency", "clean_accuracy", "accuracy_drop"])
+    fig = pk.pk_noise_figure(table, NOISE_DECIDES)
+    marked = [ax for ax in fig.axes if "(verdict)" in ax.get_title()]
+    assert len(marked) == 1 and marked[0].get_title().startswith(pk.NOISE_NORMALISATIONS[NOISE_DECIDES])
+    assert {float(y) for line in marked[0].lines for y in line.get_ydata()} == {drops[NOISE_DECIDES]}
+    path = tmp_path / table_path("noise")
+    path.parent.mkdir(parents=True)
+    table.to_csv(path, index=False)
+    pk5 = next(claim for claim in PAPER.claims if claim.id == "PK-5")
+    assert {drop for units in pk5.samples(tmp_path).values() for unit in units for _, drop in unit.values()} \
+        == {drops[NOISE_DECIDES]}, "the claim decides on another normalisation than the figure marks"
+
+
+def test_phase_scaling_title_fits_the_figure():
+    summary = {model: {"n_min": {"0.1": 20, "0.2": 8}, "steps": {"0.1": 400, "0.2": 100}, "n_min_exponent": 1.5,
+                       "steps_exponent": 2.0, "n_min_censored": []} for model in ("vit", "cnn")}
+    fig = li.scaling_figure(summary, "default")
+    fig.canvas.draw()
+    title = fig._suptitle.get_window_extent(fig.canvas.get_renderer())
+    assert fig.bbox.x0 <= title.x0 and title.x1 <= fig.bbox.x1, (title, fig.bbox)
+
+
+def test_sparsify_draws_each_strategy_apart_without_overlapping_bands(tmp_path):
+    rng = np.random.default_rng(RNG_SEED)
+    runs = pd.DataFrame([(strategy, keep, seed, rng.uniform(0.2, 1.0))
+                         for strategy in ("none", *li.STRATEGY_COLOURS) for keep in (0.25, 0.5, 0.75)
+                         for seed in SEEDS], columns=["strategy", "keep_ratio", "seed", "test_loss"])
+    fig = li.sparsify_figure(runs)
+    fig.savefig(tmp_path / "sparsify.png")
+    for ax, strategies in zip(fig.axes, li.STRATEGY_PANELS.values(), strict=True):
+        colours = {line.get_label(): line.get_color() for line in ax.lines if line.get_label() in strategies}
+        assert set(colours) == set(strategies)
+        assert nearest_pair(colours)[0] >= LEAST_COLOUR_DISTANCE, nearest_pair(colours)
+        bands = [c for c in ax.collections if type(c).__name__ in ("PolyCollection", "FillBetweenPolyCollection")]
+        assert not bands, "seeds drawn as overlapping bands"

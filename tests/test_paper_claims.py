@@ -9,7 +9,8 @@ import sys
 import pytest
 from conftest import ROOT
 
-from vitheory.core.claims import MEAN, Claim, Criterion, Paper
+from vitheory.core.claims import Claim, Criterion, Paper
+from vitheory.core.intervals import MEAN
 from vitheory.papers import PAPERS
 
 CLAIMS = [claim for paper in PAPERS for claim in paper.claims]

@@ -11,6 +11,7 @@ from params.yaml (`--write-default`); a test fails when it is stale.
     python -m vitheory.preset default               # back to the defaults
     python -m vitheory.preset --write-default       # after editing params.yaml or a preset
     python -m vitheory.preset --write-decisive      # after a run: presets/decisive.yaml from its power lines
+    python -m vitheory.preset quick --as-experiment # the DVC experiment of a preset, params.yaml untouched
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -106,6 +108,18 @@ def apply(preset: Path, params_path: Path = DEFAULT_PATH) -> None:
     document = round_trip.load(params_path)
     override(document, round_trip.load(preset) or {})
     round_trip.dump(document, params_path)
+
+
+def experiment_command(preset: Path, params_path: Path = DEFAULT_PATH) -> str:
+    """`dvc exp run --queue` of the preset's overrides (validated first, as `apply` does), one `-S` per leaf:
+    the preset runs as a DVC experiment in a temporary copy (`dvc queue start`), and params.yaml, dvc.lock
+    and the committed reports stay as they are."""
+    overrides = yaml.safe_load(preset.read_text()) or {}
+    parse_params(merge(yaml.safe_load(params_path.read_text()), overrides))
+    settings = [f"{key}={json.dumps(value) if isinstance(value, (list, bool)) else value}"
+                for key, value in leaves(overrides).items()]
+    return shlex.join(["dvc", "exp", "run", "--queue", "--name", preset.stem,
+                       *(arg for setting in settings for arg in ("-S", setting))])
 
 
 def _keys(tree: dict[str, Any], into: dict[str, Any]) -> dict[str, Any]:
@@ -231,6 +245,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("params", nargs="?", type=Path, default=DEFAULT_PATH, help="the params file to rewrite")
     parser.add_argument("--write-default", action="store_true",
                         help="regenerate presets/default.yaml from params.yaml and the other presets")
+    parser.add_argument("--as-experiment", action="store_true",
+                        help="print the `dvc exp run --queue` of the preset instead of rewriting params.yaml")
     parser.add_argument("--write-decisive", action="store_true",
                         help="write presets/decisive.yaml from reports/claims.json's power lines (and regenerate "
                              "presets/default.yaml)")
@@ -250,6 +266,9 @@ def main(argv: list[str]) -> int:
         parser.error("name a preset, or --write-default")
     try:
         preset = find(args.preset)
+        if args.as_experiment:
+            print(experiment_command(preset, args.params))
+            return 0
         apply(preset, args.params)
     except ParamsError as err:
         print(f"error: {args.preset}: {err}", file=sys.stderr)

@@ -218,6 +218,40 @@ def test_a_preset_changes_only_its_values_and_the_default_gives_params_yaml_back
     assert params.read_text() == original
 
 
+@pytest.mark.parametrize("preset", PRESET_NAMES)
+def test_a_presets_experiment_sets_what_applying_it_sets_and_writes_nothing(tmp_path, preset):
+    """`--as-experiment`'s `-S key=value` settings, read as DVC reads them (YAML values), give the params
+    that applying the preset gives; params.yaml is not touched."""
+    import shlex
+
+    from vitheory.preset import apply, experiment_command
+
+    params = tmp_path / "params.yaml"
+    params.write_text((ROOT / "params.yaml").read_text())
+    command = shlex.split(experiment_command(ROOT / f"presets/{preset}.yaml", params))
+    assert command[:5] == ["dvc", "exp", "run", "--queue", "--name"] and command[5] == preset
+    assert params.read_text() == (ROOT / "params.yaml").read_text()
+    expected = yaml.safe_load(params.read_text())
+    for setting in command[7::2]:
+        key, value = setting.split("=", 1)
+        *parents, last = key.split(".")
+        node = expected
+        for part in parents:
+            node = node[part]
+        node[last] = yaml.safe_load(value)
+    apply(ROOT / f"presets/{preset}.yaml", params)
+    assert yaml.safe_load(params.read_text()) == expected
+
+
+def test_a_bad_presets_experiment_is_refused_before_a_command_is_made(tmp_path):
+    from vitheory.preset import experiment_command
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("real:\n  seeds: 0\n")
+    with pytest.raises(ParamsError, match="real.seeds"):
+        experiment_command(bad)
+
+
 def test_every_preset_in_turn_then_the_default_gives_params_yaml_back(tmp_path):
     from vitheory.preset import apply
 

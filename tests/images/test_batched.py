@@ -12,7 +12,8 @@ from conftest import ROOT
 from vitheory.images import datasets as images
 from vitheory.images.batched import BatchedFit, batches, train_batched
 from vitheory.images.params import ResNetPreset, ViTPreset
-from vitheory.images.training import FitTask, Normalizer, build_model, pixel_permutation, run_task
+from vitheory.images.recipe import FitTask
+from vitheory.images.training import Normalizer, build_model, pixel_permutation, run_task
 from vitheory.params import load_params
 from vitheory.pk22.params import AlterNetPreset
 from vitheory.pk22.trainings import build_alternet

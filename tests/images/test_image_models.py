@@ -12,9 +12,8 @@ from vitheory.core.checkpoint import load_checkpoint, save_checkpoint
 from vitheory.images import datasets as images
 from vitheory.images.models import SmallViT, patchify
 from vitheory.images.params import REAL_MODELS
-from vitheory.images.recipe import augment, permute_pixels
+from vitheory.images.recipe import FitTask, augment, permute_pixels
 from vitheory.images.training import (
-    FitTask,
     Normalizer,
     build_model,
     evaluate,

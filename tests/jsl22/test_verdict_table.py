@@ -2,6 +2,7 @@
 planted unmet, judged by `evaluate` from artifacts written as the pipeline writes them."""
 
 import pytest
+import torch
 from verdict_tables import SEEDS, Row, check, missing_rows, params, per_seed, wiggle
 
 from vitheory.core.artifacts import write_json, write_table
@@ -9,6 +10,7 @@ from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
 from vitheory.core.paths import artifact, run_name, runs
 from vitheory.jsl22 import pos_dim
 from vitheory.jsl22.claims import PAPER
+from vitheory.jsl22.handbuilt import chance_meets_set, others_meet_set, set_blocks
 from vitheory.jsl22.training import TRANSFER_COLUMNS
 
 # --- JSL-1, JSL-2: the spatial data -----------------------------------------------------------------
@@ -105,14 +107,31 @@ def _real(natural_structure=0.4, permuted_structure=0.3, **accuracies):
 # --- JSL-7: the hand-built transformer ----------------------------------------------------------------
 
 
-def _handbuilt(associating=2, unassociated=1, wrong_sets=340, glm_error=0.16, examples=2000):
-    """Errors of each construction on `examples` test examples, and train_spatial's linear model (8 seeds)."""
+PATCHES, SET_SIZE = 64, 4
+SETS = torch.arange(PATCHES).reshape(-1, SET_SIZE)  # 16 sets of 4 consecutive patches
+# a P P^T that shows the sets: their block matrix, each patch's Top_C over j != i its 3 mates and one other
+BLOCKS_MEET = others_meet_set(set_blocks(SETS), SETS).int().tolist()
+
+
+def _meeting(count_or_units):
+    """Each patch's Top_C over j != i meeting its set (0 or 1): the first `count` patches, or the list given."""
+    if isinstance(count_or_units, list):
+        return count_or_units
+    return [1] * count_or_units + [0] * (PATCHES - count_or_units)
+
+
+def _handbuilt(associating=2, unassociated=1, wrong_sets=340, glm_error=0.16, examples=2000, unassociated_meets=0,
+               associating_meets=PATCHES):
+    """Errors of each construction on `examples` test examples and its patches meeting their set (a count, or
+    one 0 or 1 per patch), and train_spatial's linear model (8 seeds)."""
     def build(root):
+        meets = {"associating": associating_meets, "unassociated": unassociated_meets, "wrong_sets": 0}
         models = {name: {"errors": errors, "examples": examples, "pos_exact": 0.0, "attn_exact": 1.0,
-                         "own_set_mass": 1.0}
+                         "own_set_mass": 1.0, "pos_meets_set": _meeting(meets[name])}
                   for name, errors in (("associating", associating), ("unassociated", unassociated),
                                        ("wrong_sets", wrong_sets))}
-        write_json(root / artifact("handbuilt_metrics"), {"models": models})
+        write_json(root / artifact("handbuilt_metrics"),
+                   {"models": models, "chance_meets_set": chance_meets_set(PATCHES, SET_SIZE)})
         write_json(root / artifact("spatial_metrics"), {"runs": {"glm": [
             {"error_rate": glm_error + wiggle(seed, 1)} for seed in range(SEEDS)]}})
     return build
@@ -170,11 +189,20 @@ ROWS = [
     Row("JSL-6", _real(vit_positional_natural=[0.82, 0.92, 0.83, 0.91, 0.82, 0.92, 0.83, 0.90]), INCONCLUSIVE,
         "the positional ViT's seeds straddle 3 points below (mean 3.1 below)"),
     # JSL-7: Clopper-Pearson over test examples, the linear model's median over seeds
-    Row("JSL-7", _handbuilt(), HOLDS, "2 and 1 errors in 2000, the wrong partition 17%, the linear model 16%"),
+    Row("JSL-7", _handbuilt(), HOLDS,
+        "2 and 1 errors in 2000, no patch's Top_C meets its set, the wrong partition 17%, the linear model 16%"),
     Row("JSL-7", _handbuilt(associating=100), FAILS, "the associating construction errs 5%"),
+    Row("JSL-7", _handbuilt(unassociated=100), FAILS, "the construction turned away from the sets errs 5%"),
+    Row("JSL-7", _handbuilt(unassociated_meets=BLOCKS_MEET), FAILS,
+        "its P P^T the sets' block matrix: every patch's Top_C meets its set"),
     Row("JSL-7", _handbuilt(glm_error=0.05), FAILS, "the linear model at 5%, under Theorem 3.1's 1/8"),
     # 29 rather than 18 errors: seeds_needed's Clopper-Pearson search runs 27 s at 18 (to 37,163 examples)
     Row("JSL-7", _handbuilt(unassociated=29), INCONCLUSIVE, "29 errors in 2000: [0.97%, 2.08%] holds 1%"),
+    Row("JSL-7", _handbuilt(unassociated_meets=[1, 0, 0, 0, 0] * 12 + [1, 0, 0, 0]), INCONCLUSIVE,
+        "13 patches of 64 meet their set, about chance (0.18): P P^T as a random Gram matrix shows it"),
+    Row("JSL-7", _handbuilt(unassociated_meets=PATCHES, associating_meets=0), INCONCLUSIVE,
+        "no patch meets its set on the sets' own block matrix: the association measure does not see the sets",
+        unmet="associating_meets_set_minus_chance", criteria=FAILS),
     Row("JSL-7", _handbuilt(associating=100, wrong_sets=50), INCONCLUSIVE,
         "the wrong partition errs 2.5%: the error measure does not see the sets", unmet="wrong_sets_test_error",
         criteria=FAILS),

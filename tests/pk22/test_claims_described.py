@@ -176,11 +176,11 @@ def test_pk2_describes_the_official_nep_and_ape_and_each_models_curvature_beside
                      f"{m}_negative_curvature_share": share[m], f"{m}_lambda_min": low[m]}
     expected |= {"vit_minus_cnn_negative_curvature": ratio["vit"] - ratio["cnn"],
                  "small_data_minus_vit_negative_curvature": ratio["vit_small"] - ratio["vit"],
-                 "gap_minus_cls_small_data_negative_curvature": ratio["vit_gap"] - ratio["vit_small"],
+                 "gap_minus_vit_small_negative_curvature": ratio["vit_gap"] - ratio["vit_small"],
                  "vit_nep_minus_cnn_nep": 0.0,
                  "vit_minus_cnn_negative_curvature_share": 0.2 - 0.01,
                  "small_data_minus_vit_negative_curvature_share": 0.3 - 0.2,
-                 "gap_minus_cls_small_data_negative_curvature_share": 0.1 - 0.3}
+                 "gap_minus_vit_small_negative_curvature_share": 0.1 - 0.3}
     assert measured == pytest.approx(expected)
 
 

@@ -29,10 +29,10 @@ class RenderParams(Section):
     association_threshold: float = knob(Rule(lambda v: -1 <= v <= 1, "in [-1, 1]"))
 
 
-# every model any figure draws; models drawn together get colours far apart in the colorblind palette
-# ([PK22]'s five: its first five; the positional-attention ViT beside the ViT and the CNN: sky blue)
+# every model any figure draws, each in a colour of the colorblind palette at least 35 apart (CIELAB) from
+# every other's: its orange and vermillion (3), its blue and sky blue (9), are too near to tell apart
 MODEL_COLOURS = {model: sns.color_palette("colorblind")[index] for model, index in
-                 (("vit", 0), ("cnn", 1), ("alternet", 2), ("vit_gap", 3), ("vit_small", 4), ("vit_positional", 9))}
+                 (("vit", 0), ("cnn", 1), ("alternet", 2), ("vit_gap", 5), ("vit_small", 4), ("vit_positional", 7))}
 
 
 def model_colour(model: str) -> tuple[float, float, float]:

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 from torch.func import vmap
 from tqdm import tqdm
 
@@ -33,34 +31,8 @@ from vitheory.core.device import seeded
 from vitheory.core.ensemble import Ensemble
 from vitheory.core.errors import TrainingDiverged
 from vitheory.core.resume import RunState
-from vitheory.images.params import RealTrainParams
-from vitheory.images.recipe import apply_augmentation, draw_augmentation, permute_pixels, warmup_cosine
-
-Split = tuple[torch.Tensor, torch.Tensor]  # normalised images (N, C, H, W) and labels
-
-
-class SeedTask(Protocol):
-    """What the batched trainer reads of a task (vitheory.images.training.FitTask)."""
-
-    build: Callable[[], nn.Module]
-    cfg: RealTrainParams
-    x: torch.Tensor
-    y: torch.Tensor
-    epochs: int
-    seed: int
-    held_out: dict[str, Split]
-    permutation: torch.Tensor | None
-    state: tuple[Path, str] | None
-    log_prefix: str
-    desc: str
-
-
-class SeedResult(NamedTuple):
-    """One task's result: the fields of vitheory.images.training.FitResult, in its order."""
-
-    weights: dict[str, torch.Tensor]
-    log: list[dict[str, float]]
-    final: dict[str, dict[str, float]]
+from vitheory.images.recipe import (FitResult, FitTask, apply_augmentation, draw_augmentation, permute_pixels,
+                                    warmup_cosine)
 
 
 def _same(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
@@ -70,14 +42,14 @@ def _same(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
     return a is b or (a.shape == b.shape and torch.equal(a, b))
 
 
-def _batchable(a: SeedTask, b: SeedTask) -> bool:
+def _batchable(a: FitTask, b: FitTask) -> bool:
     """Whether two tasks differ in their seeds and logs only."""
     return (a.build is b.build and a.cfg == b.cfg and a.epochs == b.epochs and _same(a.x, b.x) and _same(a.y, b.y)
             and _same(a.permutation, b.permutation) and a.held_out.keys() == b.held_out.keys()
             and all(_same(*pair) for name in a.held_out for pair in zip(a.held_out[name], b.held_out[name])))
 
 
-def batches(tasks: Sequence[SeedTask]) -> list[list[int]]:
+def batches(tasks: Sequence[FitTask]) -> list[list[int]]:
     """The tasks, by index, in groups that train as one batch: same builder (the same object), recipe,
     epochs, images, permutation and held-out splits."""
     groups: list[list[int]] = []
@@ -90,10 +62,10 @@ def batches(tasks: Sequence[SeedTask]) -> list[list[int]]:
     return groups
 
 
-def train_batched(tasks: Sequence[SeedTask], device: torch.device, progress: bool = True) -> list[SeedResult]:
+def train_batched(tasks: Sequence[FitTask], device: torch.device, progress: bool = True) -> list[FitResult]:
     """Every task, each group of `batches` as one batched model (the seeds of one group whose resume
     states stopped after different epochs as one batch per epoch); results in order of `tasks`."""
-    results: list[SeedResult | None] = [None] * len(tasks)
+    results: list[FitResult | None] = [None] * len(tasks)
     for group in batches(tasks):
         states = {i: RunState(*tasks[i].state) if tasks[i].state else None for i in group}
         by_epoch: dict[int, list[int]] = {}
@@ -122,7 +94,7 @@ class _Held:
 class BatchedFit:
     """`fit` and run_task's evaluations for tasks of one batch (see `batches`), all at the same saved epoch."""
 
-    def __init__(self, tasks: Sequence[SeedTask], states: Sequence[RunState | None], device: torch.device):
+    def __init__(self, tasks: Sequence[FitTask], states: Sequence[RunState | None], device: torch.device):
         first = tasks[0]
         self.tasks, self.states, self.cfg, self.epochs = tasks, states, first.cfg, first.epochs
         models = [seeded(task.seed, task.build).to(device) for task in tasks]
@@ -140,7 +112,7 @@ class BatchedFit:
         self.held_out = {name: (permute_pixels(x.to(device), self.permutation), y.to(device)) for name, (x, y) in first.held_out.items()}
         self.logs = [list(state.log) if state else [] for state in states]
 
-    def run(self, progress: bool) -> list[SeedResult]:
+    def run(self, progress: bool) -> list[FitResult]:
         done = self.restore()
         if done:
             print(f"{self.tasks[0].desc} and {len(self.tasks) - 1} more seeds: resuming after epoch {done} of "
@@ -160,7 +132,7 @@ class BatchedFit:
             self.save(epoch, metrics)
         # the last epoch's evaluation is the final one: evaluated again only for a run resumed after its last epoch
         final = last or self.evaluate()
-        return [SeedResult({name: t.cpu() for name, t in self.weights(i).items()}, self.logs[i], final[i])
+        return [FitResult({name: t.cpu() for name, t in self.weights(i).items()}, self.logs[i], final[i])
                 for i in range(len(self.tasks))]
 
     def weights(self, i: int) -> dict[str, torch.Tensor]:

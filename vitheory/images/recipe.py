@@ -1,14 +1,45 @@
-"""What the per-seed trainer (`training.fit`) and the batched one (`batched`) share of the recipe: the
-learning-rate schedule, the augmentation's draws and their application, the pixel permutation. One
-copy, so that a batched seed draws and sees exactly what it would alone."""
+"""What the per-seed trainer (`training`) and the batched one (`batched`) share: a training task and its
+result, the learning-rate schedule, the augmentation's draws and their application, the pixel
+permutation. One copy, so that a batched seed draws and sees exactly what it would alone."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from torch import nn
+
+from vitheory.images.params import RealTrainParams
+
+
+@dataclass(frozen=True)
+class FitTask:
+    """One model's training, self-contained so that a worker process can run it: `build` a picklable
+    constructor (a functools.partial of a module-level builder), the training images on the CPU, and
+    the held-out splits evaluated after every epoch and logged as `<log_prefix><split>/<metric>`."""
+
+    build: Callable[[], nn.Module]
+    cfg: RealTrainParams
+    x: torch.Tensor
+    y: torch.Tensor
+    epochs: int
+    seed: int
+    held_out: dict[str, tuple[torch.Tensor, torch.Tensor]]
+    permutation: torch.Tensor | None = None
+    state: tuple[Path, str] | None = None  # resume folder and run name: a killed run continues
+    log_prefix: str = ""
+    desc: str = "train"
+
+
+@dataclass(frozen=True)
+class FitResult:
+    weights: dict[str, torch.Tensor]
+    log: list[dict[str, float]]  # per epoch ({} between evaluations), those a resumed run had logged included
+    final: dict[str, dict[str, float]]  # held-out split -> loss and accuracy after training
 
 
 def warmup_cosine(warmup: int, total: int) -> Callable[[int], float]:

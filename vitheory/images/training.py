@@ -35,7 +35,7 @@ from vitheory.images.batched import train_batched
 from vitheory.images.datasets import Images, load_prepared
 from vitheory.images.models import ARCHITECTURES
 from vitheory.images.params import RealTrainParams
-from vitheory.images.recipe import augment, permute_pixels, warmup_cosine
+from vitheory.images.recipe import FitResult, FitTask, augment, permute_pixels, warmup_cosine
 
 EpochLog = Callable[[int], dict[str, float]]
 # torch.compile's on-disk cache (a warm one turns a 30-56 s compile into seconds): beside the stage locks
@@ -189,32 +189,6 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams
             state.save(epoch, metrics, model, optimizer, schedule, generator)
 
 
-@dataclass(frozen=True)
-class FitTask:
-    """One model's training, self-contained so that a worker process can run it: `build` a picklable
-    constructor (a functools.partial of a module-level builder), the training images on the CPU, and
-    the held-out splits evaluated after every epoch and logged as `<log_prefix><split>/<metric>`."""
-
-    build: Callable[[], nn.Module]
-    cfg: RealTrainParams
-    x: torch.Tensor
-    y: torch.Tensor
-    epochs: int
-    seed: int
-    held_out: dict[str, tuple[torch.Tensor, torch.Tensor]]
-    permutation: torch.Tensor | None = None
-    state: tuple[Path, str] | None = None  # resume folder and run name: a killed run continues
-    log_prefix: str = ""
-    desc: str = "train"
-
-
-@dataclass(frozen=True)
-class FitResult:
-    weights: dict[str, torch.Tensor]
-    log: list[dict[str, float]]  # per epoch ({} between evaluations), those a resumed run had logged included
-    final: dict[str, dict[str, float]]  # held-out split -> loss and accuracy after training
-
-
 def run_task(task: FitTask, device: str, progress: bool = True) -> FitResult:
     """Train one model from its seed on one intra-op thread: its bits do not depend on the machine's cores."""
     torch.set_num_threads(1)
@@ -252,7 +226,7 @@ def run_tasks(tasks: Sequence[FitTask], device: torch.device, progress: bool = T
     benchmarks/image_trainer.py); on a GPU each family of seeds trains as one batched model (vitheory.images.batched),
     without real.compile, else one after the other."""
     if device.type == "cuda" and not any(task.cfg.compile for task in tasks):
-        return [FitResult(*result) for result in train_batched(tasks, device, progress)]
+        return train_batched(tasks, device, progress)
     workers = min(len(tasks), len(os.sched_getaffinity(0)))
     # the stage's overall bar, over its trainings (each training has its own, by epoch)
     overall = partial(tqdm, total=len(tasks), desc=f"{len(tasks)} trainings", disable=not progress, mininterval=1.0)

@@ -138,8 +138,8 @@ class HandbuiltParams(Section):
     """Theorem 3.2's transformer written down (vitheory.jsl22.handbuilt), no training."""
 
     gap: float = knob(POSITIVE)  # own-set score minus other-set score, before the softmax
-    pos_dim: int = knob(at_least(1))  # d_p of the construction whose P P^T is random (>= D)
-    seed: int = knob(NON_NEGATIVE)  # draws that P and the negative control's wrong partition
+    pos_dim: int = knob(at_least(1))  # d_p of the construction whose P P^T turns away from the sets (>= D)
+    seed: int = knob(NON_NEGATIVE)  # draws that P's directions and the negative control's wrong partition
 
 
 @dataclass(frozen=True)
@@ -170,4 +170,4 @@ def relations(params: Any) -> Iterator[Violation]:
     if params.handbuilt.pos_dim < params.generate.spatial.n_patches:
         yield "handbuilt.pos_dim", params.handbuilt.pos_dim, (
             f">= generate.spatial.n_patches ({params.generate.spatial.n_patches}): the construction whose P P^T "
-            "is random needs P of full row rank")
+            "turns away from the sets needs P of full row rank")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -20,6 +21,8 @@ from vitheory.li23.phase import by_alpha
 ATTENTION, TRAINING, PHASE_DIAGRAM, SCALING, SPARSIFY, SPARSIFY_REAL = (
     "li_vit_attention", "li_vit_training", "phase_diagram", "phase_scaling", "sparsify", "sparsify_real")
 
+
+SUPTITLE_CHARACTERS = 110  # a line of a two-panel figure's small suptitle, within its width
 
 QUERY_LABELS = {
     "attn_relevant_query": "label-relevant queries",
@@ -102,26 +105,36 @@ def scaling_figure(summary: dict, grid: str) -> plt.Figure:
             axis.set_major_formatter(FormatStrFormatter("%.3g"))
             axis.set_minor_formatter(NullFormatter())
         ax.legend(fontsize="small", loc="lower right")
-    fig.suptitle(f"{grid} grid: log-log, fitted exponent (its interval: REPORT.md); a missing N_min never reached the "
-                 "success threshold within the N grid (the fit takes the grid's largest N); a seed that never reached "
-                 "zero test error counts at the step budget", fontsize="small")
+    fig.suptitle(textwrap.fill(f"{grid} grid, log-log, with the fitted exponents (their intervals: REPORT.md). A "
+                               "missing N_min never reached the success threshold in the N grid (the fit takes its "
+                               "largest N); a seed that never reached zero test error counts at the step budget.",
+                               SUPTITLE_CHARACTERS), fontsize="small")
     return fig
 
 
+# each strategy in its own hue, far from the others' in its panel: by kind of token (an oracle), then
+# by a rule the model can apply
+STRATEGY_PANELS = {"by kind of token (an oracle)": ("irrelevant", "confusion", "relevant"),
+                   "by a rule": ("noisiest", "attention", "random")}
+STRATEGY_COLOURS = dict(zip((s for panel in STRATEGY_PANELS.values() for s in panel),
+                            (sns.color_palette("colorblind")[i] for i in (0, 1, 2, 3, 4, 7))))
+
+
 def sparsify_figure(runs: pd.DataFrame) -> plt.Figure:
-    """[LI23] Fig. 2b: test hinge loss against keep ratio, one line per strategy, seeds as bands;
-    the full data (no removal) as a horizontal band."""
+    """[LI23] Fig. 2b: test hinge loss against keep ratio, one panel per family of strategies, one line
+    per strategy with its seeds' range as bars; the full data (no removal) as a grey band."""
     full = runs[runs.strategy == "none"].test_loss
-    sparse = runs[runs.strategy != "none"]
-    fig, ax = plt.subplots(figsize=(6.8, 4.2))
-    ax.axhspan(full.min(), full.max(), color="grey", alpha=0.15)
-    ax.axhline(full.mean(), color="grey", ls="--", label="no removal (mean; band: seeds)")
-    sns.lineplot(data=sparse, x="keep_ratio", y="test_loss", hue="strategy", marker="o",
-                 errorbar=("pi", 100), ax=ax)
-    ax.set(xlabel="keep ratio (share kept of the tokens a strategy targets)", ylabel="test hinge loss",
-           title="Token sparsification")
-    ax.invert_xaxis()
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig, axes = plt.subplots(1, len(STRATEGY_PANELS), figsize=(11, 4.2), sharey=True, layout="constrained")
+    for ax, (title, strategies) in zip(axes, STRATEGY_PANELS.items()):
+        ax.axhspan(full.min(), full.max(), color="grey", alpha=0.15)
+        ax.axhline(full.mean(), color="grey", ls="--", label="no removal (mean; band: seeds)")
+        sns.lineplot(data=runs[runs.strategy.isin(strategies)], x="keep_ratio", y="test_loss", hue="strategy",
+                     hue_order=strategies, palette=STRATEGY_COLOURS, marker="o", err_style="bars",
+                     errorbar=("pi", 100), err_kws={"capsize": 3, "elinewidth": 1}, ax=ax)
+        ax.set(xlabel="keep ratio (share kept of the tokens a strategy targets)", ylabel="test hinge loss",
+               title=f"Removing tokens {title}")
+        ax.invert_xaxis()
+        ax.legend(fontsize="small", title="bars: seeds' range")
     return fig
 
 

@@ -3,6 +3,7 @@ spectrum (PK-2), small data and AlterNet (PK-1, PK-6)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -12,7 +13,7 @@ import seaborn as sns
 
 from vitheory.core.figures import model_colour, model_palette, read_frame, save_figure
 from vitheory.core.paths import artifact
-from vitheory.pk22 import trainings
+from vitheory.pk22 import hessian, trainings
 from vitheory.pk22.tables import TABLES, table_path
 
 FEATURES, NOISE, HESSIAN, SMALL_DATA, LESION = "pk_features", "pk_noise", "pk_hessian", "pk_small_data", "pk_lesion"
@@ -47,17 +48,18 @@ def pk_features_figure(profiles: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-NOISE_NORMALISATIONS = {"rms": "equal rms per band (verdict)", "official": "official: sign noise, not rescaled"}
+NOISE_NORMALISATIONS = {"rms": "equal rms per band", "official": "official sign noise"}
 
 
-def pk_noise_figure(noise: pd.DataFrame) -> plt.Figure:
+def pk_noise_figure(noise: pd.DataFrame, decides: str) -> plt.Figure:
     """[PK22] Fig. 4 style: accuracy drop under noise band-passed at each frequency, one panel per
-    normalisation of the noise."""
-    grid = sns.relplot(data=noise.assign(model=noise.model.map(PK_MODELS),
-                                         normalisation=noise.normalisation.map(NOISE_NORMALISATIONS)),
+    normalisation of the noise; the panel of the one PK-5 decides on (`decides`) first, marked."""
+    titles = {name: title + (" (verdict)" if name == decides else "") for name, title in NOISE_NORMALISATIONS.items()}
+    order = sorted(dict.fromkeys(noise.normalisation), key=lambda name: name != decides)
+    grid = sns.relplot(data=noise.assign(model=noise.model.map(PK_MODELS), normalisation=noise.normalisation.map(titles)),
                        x="frequency", y="accuracy_drop", hue="model", palette=PK_PALETTE, col="normalisation",
-                       kind="line", marker="o", errorbar=("pi", 100), height=3.6, aspect=1.0,
-                       facet_kws={"sharey": False})
+                       col_order=[titles[name] for name in order], kind="line", marker="o", errorbar=("pi", 100),
+                       height=3.6, aspect=1.0, facet_kws={"sharey": False})
     grid.set_axis_labels("noise frequency (units of π)", "test accuracy drop")
     grid.set_titles("{col_name}")
     grid.figure.suptitle("Band-passed noise", y=1.02)
@@ -72,40 +74,70 @@ def spectral_density(density: pd.DataFrame, grid: np.ndarray, width: float) -> n
     return mass.sum(axis=0) / density.groupby(["seed", "batch"]).ngroups
 
 
-def pk_hessian_figure(hessian: pd.DataFrame, density: pd.DataFrame) -> plt.Figure:
-    """[PK22] Fig. 1 style: the pooled top eigenvalues of the training-loss Hessian per model (left),
-    both ends of each mini-batch's spectrum, lambda_min against lambda_max (middle), and the spectral
-    density by stochastic Lanczos quadrature (right)."""
-    fig, axes = plt.subplots(1, 3, figsize=(19, 4.2), layout="constrained")
-    top = hessian[hessian.which == "top"]
+def negative_curvature_shares(density: pd.DataFrame) -> pd.DataFrame:
+    """Each model's and seed's tr(H_-^2) / tr(H^2), the mean over its mini-batches' densities (PK-2's
+    deciding number, vitheory.pk22.hessian.negative_curvature_share)."""
+    units = density.groupby(["model", "seed", "batch"], sort=False)
+    shares = units.apply(lambda unit: hessian.negative_curvature_share(unit.eigenvalue.to_numpy(),
+                                                                       unit.weight.to_numpy()), include_groups=False)
+    return shares.groupby(["model", "seed"], sort=False).mean().rename("share").reset_index()
+
+
+def _share_panel(ax: plt.Axes, density: pd.DataFrame, comparisons: Sequence[tuple[str, str]]) -> None:
+    """PK-2's deciding number per model: each seed a dot, the mean a bar; PK-2's comparisons of the means
+    under the axis."""
+    shares = negative_curvature_shares(density)
+    models = list(dict.fromkeys(shares.model))
+    means = shares.groupby("model").share.mean()
+    for place, model in enumerate(models):
+        mine = shares[shares.model == model].share
+        ax.scatter([place] * len(mine), mine, color=model_colour(model), s=18, zorder=3)
+        ax.hlines(means[model], place - 0.3, place + 0.3, color=model_colour(model), lw=2.5)
+    ax.set_xticks(range(len(models)), [PK_MODELS[model] for model in models], rotation=20, ha="right",
+                  fontsize="small")
+    differences = [f"{PK_MODELS[model]} − {PK_MODELS[against]}: {means[model] - means[against]:+.3g}"
+                   for model, against in comparisons if model in means and against in means]
+    ax.set(ylabel="tr(H₋²) / tr(H²)", title="Negative curvature share (PK-2 decides on it)")
+    ax.set_xlabel("PK-2, difference of the means:\n" + "\n".join(differences), fontsize="small")
+
+
+def pk_hessian_figure(hessian_table: pd.DataFrame, density: pd.DataFrame,
+                      comparisons: Sequence[tuple[str, str]]) -> plt.Figure:
+    """[PK22] Fig. 1 style: the pooled top eigenvalues of the training-loss Hessian per model, both ends
+    of each mini-batch's spectrum (lambda_min against lambda_max), the spectral density by stochastic
+    Lanczos quadrature, and the share of squared curvature in negative directions that PK-2 decides on,
+    with its `comparisons` ((model, against) pairs); one legend for every panel, outside them."""
+    fig, axes = plt.subplots(2, 2, figsize=(14, 9), layout="constrained")
+    (histograms, ends_ax), (density_ax, share_ax) = axes
+    top = hessian_table[hessian_table.which == "top"]
     for model in dict.fromkeys(top.model):
         label, values = PK_MODELS[model], top[top.model == model].eigenvalue
         nep, ape = (values < 0).mean(), values[values > 0].mean()
         sns.histplot(values, bins=30, stat="density", element="step", fill=False, color=model_colour(model),
-                     ax=axes[0], label=f"{label}: NEP {nep:.2f}, APE {ape:.3g}")
-    axes[0].axvline(0, color="grey", lw=1)
-    axes[0].set(xlabel="Hessian eigenvalue (largest magnitudes, pooled over mini-batches and seeds)",
-                title="Top eigenvalues of the training NLL + L2")
-    axes[0].legend(fontsize="small")
-    ends = hessian[hessian.which != "top"].pivot_table(index=["model", "seed", "batch"], columns="which",
-                                                       values="eigenvalue").reset_index()
+                     ax=histograms, label=f"{label}: NEP {nep:.2f}, APE {ape:.3g}")
+    histograms.axvline(0, color="grey", lw=1)
+    histograms.set(xlabel="Hessian eigenvalue (largest magnitudes, pooled over mini-batches and seeds)",
+                   title="Top eigenvalues of the training NLL + L2")
+    ends = hessian_table[hessian_table.which != "top"].pivot_table(index=["model", "seed", "batch"], columns="which",
+                                                                   values="eigenvalue").reset_index()
     sns.scatterplot(data=ends.assign(model=ends.model.map(PK_MODELS)), x="max", y="min", hue="model",
-                    hue_order=[PK_MODELS[model] for model in dict.fromkeys(hessian.model)], palette=PK_PALETTE,
-                    ax=axes[1])
-    axes[1].axhline(0, color="grey", lw=1)
-    axes[1].set(xscale="log", xlabel="lambda_max", ylabel="lambda_min",
+                    palette=PK_PALETTE, legend=False, ax=ends_ax)
+    ends_ax.axhline(0, color="grey", lw=1)
+    ends_ax.set(xscale="log", xlabel="lambda_max", ylabel="lambda_min",
                 title="Both ends of the spectrum, one dot per mini-batch and seed")
     low, high = density.eigenvalue.min(), density.eigenvalue.max()
     grid = np.linspace(low - 0.05 * (high - low), high + 0.05 * (high - low), 4000)
     curves = {model: spectral_density(density[density.model == model], grid, (high - low) / 1000)
               for model in dict.fromkeys(density.model)}
     for model, curve in curves.items():
-        axes[2].plot(grid, curve, color=model_colour(model), label=PK_MODELS[model])
-    axes[2].axvline(0, color="grey", lw=1)
-    top = max(curve.max() for curve in curves.values())
-    axes[2].set(yscale="log", ylim=(1e-9, 3 * top), xlabel="Hessian eigenvalue", ylabel="density",
-                title="Spectral density (stochastic Lanczos quadrature)")
-    axes[2].legend(fontsize="small")
+        density_ax.plot(grid, curve, color=model_colour(model))
+    density_ax.axvline(0, color="grey", lw=1)
+    highest = max(curve.max() for curve in curves.values())
+    density_ax.set(yscale="log", ylim=(1e-9, 3 * highest), xlabel="Hessian eigenvalue", ylabel="density",
+                   title="Spectral density (stochastic Lanczos quadrature)")
+    _share_panel(share_ax, density, comparisons)
+    fig.legend(*histograms.get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize="small",
+               title="model (NEP: share of negative top eigenvalues; APE: mean positive one)")
     return fig
 
 
@@ -165,12 +197,13 @@ def pk_lesion_figure(lesions: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def render(params: Any) -> None:
-    """Every [PK22] figure, from its stages' artifacts."""
+def render(params: Any, noise_decides: str, share_comparisons: Sequence[tuple[str, str]]) -> None:
+    """Every [PK22] figure, from its stages' artifacts; the claims name what they decide on
+    (`noise_decides`, `share_comparisons`: vitheory.pk22.claims)."""
     dpi = params.render.dpi
     tables = {name: read_frame(table_path(name), columns) for name, columns in TABLES.items()}
     save_figure(pk_features_figure(tables["profiles"]), FEATURES, dpi)
-    save_figure(pk_noise_figure(tables["noise"]), NOISE, dpi)
+    save_figure(pk_noise_figure(tables["noise"], noise_decides), NOISE, dpi)
     save_figure(pk_small_data_figure(read_frame(artifact("pk_train_runs"), trainings.COLUMNS)), SMALL_DATA, dpi)
-    save_figure(pk_hessian_figure(tables["hessian"], tables["density"]), HESSIAN, dpi)
+    save_figure(pk_hessian_figure(tables["hessian"], tables["density"], share_comparisons), HESSIAN, dpi)
     save_figure(pk_lesion_figure(tables["lesion"]), LESION, dpi)

@@ -1,5 +1,5 @@
 """[PK22] PK-5: accuracy under random noise band-passed at one frequency, under each normalisation of the
-noise (`NORMALISATIONS`); which one decides PK-5 is its claim's (vitheory.pk22.claims, `PK5_DECIDES`)."""
+noise (`NORMALISATIONS`); which one decides PK-5 is its claim's (vitheory.pk22.claims, `NOISE_DECIDES`)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,8 @@ from vitheory.core.paths import artifact, run_name
 from vitheory.core.resume import Resume
 from vitheory.images.datasets import balanced_subset
 from vitheory.images.params import RealTrainParams
-from vitheory.images.training import FitTask, LoadedImages, build_model, evaluate, run_tasks
+from vitheory.images.recipe import FitTask
+from vitheory.images.training import LoadedImages, build_model, evaluate, run_tasks
 from vitheory.pk22.models import AlterNet
 from vitheory.pk22.params import AlterNetPreset, PKTrainParams
 
