@@ -1,7 +1,7 @@
 """Stage `pk_train`: [PK22]'s extra trainings with train_real's recipe and seeds: the ViT and the CNN on
 class-balanced fractions of the training images (PK-1), AlterNet (PK-6; its CNN of the same shape is
-train_real's), and a ViT with global average pooling (PK-2); with every model's training and test loss
-and error."""
+train_real's), and a ViT with global average pooling on the smallest fraction (PK-2); with every model's
+training and test loss and error."""
 
 import argparse
 from dataclasses import asdict

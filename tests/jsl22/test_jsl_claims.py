@@ -156,6 +156,22 @@ def test_jsl5_reads_final_structure_against_its_null_with_natural_images_as_the_
     assert record["verdict"] == verdict
 
 
+@pytest.mark.parametrize("cnn,vit,expected", [
+    ((0.95, 0.80), (0.60, 0.40), math.log(4.0) - math.log(1.5)),  # the ViT loses more points, the CNN more of its error
+    ((0.80, 0.70), (0.95, 0.90), math.log(1.5) - math.log(2.0)),
+    ((1.00, 0.90), (0.90, 0.80), None),  # a perfect CNN on natural images: no error to scale
+    ((0.95, 0.90), (0.90, 1.00), None),  # a perfect ViT on permuted images: a ratio of 0 has no log
+])
+def test_jsl5_compares_how_many_times_each_models_error_grows(cnn, vit, expected):
+    """The accuracy half of JSL-5 is relative: log(CNN's permuted / natural test error) minus the ViT's; the
+    absolute losses are described beside it."""
+    groups = _real_seeds(0.4, 0.3, seeds=1) | {"cnn_natural": [cnn[0]], "cnn_permuted": [cnn[1]],
+                                                "vit_natural": [vit[0]], "vit_permuted": [vit[1]]}
+    measured = CLAIMS["JSL-5"].statistics(groups)
+    assert measured["cnn_minus_vit_log_error_ratio"] == (None if expected is None else pytest.approx(expected))
+    assert measured["cnn_loss_minus_vit_loss"] == pytest.approx((cnn[0] - cnn[1]) - (vit[0] - vit[1]))
+
+
 def test_jsl5_reads_each_seeds_score_above_its_own_null_from_train_reals_runs(tmp_path):
     from vitheory.core.paths import run_name, runs
 
@@ -413,3 +429,15 @@ def test_regimes_state_the_runs_settings_and_which_scores_and_permutation_it_ran
     straddling = SimpleNamespace(images=default_params.images,
                                  real=replace(default_params.real, permutation_block=patch + 1))
     assert CLAIMS["JSL-5"].regime(straddling).endswith("(squares that cut across the ViT's patches: no patch order undoes it).")
+
+
+def test_jsl2_says_whether_the_run_is_inside_assumption_2(default_params):
+    """[JSL22]'s Assumption 2 takes d = poly(D) (d = 384 > D = 196 in its example): the default run's d = 32 <
+    D = 64 is outside it, and its setting says so; a run with d >= D does not."""
+    data = default_params.generate.spatial
+    assert data.dim < data.n_patches
+    assert f"Outside Assumption 2: d = {data.dim} < D = {data.n_patches}" in CLAIMS["JSL-2"].regime(default_params)
+    wide = parse_params(merge(yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text()),
+                              {"generate": {"spatial": {"dim": data.n_patches}}}))
+    said = CLAIMS["JSL-2"].regime(wide)
+    assert "Outside" not in said and f"d = {data.n_patches} >= D = {data.n_patches}" in said

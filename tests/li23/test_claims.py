@@ -2,6 +2,7 @@
 Student-t interval over seeds."""
 
 import json
+import math
 
 import pytest
 
@@ -276,20 +277,35 @@ def _noise_units(n_mins, seeds=4, grid=(1, 2, 4, 8, 16, 32)):
                       for s in range(seeds)], "settings": [{"success_rate": 0.5}]}
 
 
-@pytest.mark.parametrize("n_mins,measured", [
-    ({0.2: 2, 0.5: 8, 0.8: 8}, {"n_min_grows_with_noise": 1.0, "n_min_above_floor_at_smallest_noise": 1.0,
-                                "n_min_censored": 0, "n_min_at_0.2": 2, "n_min_at_0.5": 8, "n_min_at_0.8": 8}),
-    ({0.2: 2, 0.5: 2, 0.8: 8}, {"n_min_grows_with_noise": 1.0, "n_min_above_floor_at_smallest_noise": 1.0,
-                                "n_min_censored": 0, "n_min_at_0.2": 2, "n_min_at_0.5": 2, "n_min_at_0.8": 8}),
-    ({0.2: 2, 0.5: 8, 0.8: None}, {"n_min_grows_with_noise": 1.0, "n_min_above_floor_at_smallest_noise": 1.0,
-                                   "n_min_censored": 1, "n_min_at_0.2": 2, "n_min_at_0.5": 8, "n_min_at_0.8": -1}),
-    ({0.2: 1, 0.5: 8, 0.8: 32}, {"n_min_grows_with_noise": 1.0, "n_min_above_floor_at_smallest_noise": 0.0,
-                                 "n_min_censored": 0, "n_min_at_0.2": 1, "n_min_at_0.5": 8, "n_min_at_0.8": 32}),
+@pytest.mark.parametrize("n_mins,ratios,pooled", [
+    ({0.2: 2, 0.5: 8, 0.8: 8}, (math.log(4), math.log(4)), {"n_min_at_0.2": 2, "n_min_at_0.5": 8, "n_min_at_0.8": 8}),
+    ({0.2: 2, 0.5: 2, 0.8: 8}, (math.log(4), 0.0), {"n_min_at_0.2": 2, "n_min_at_0.5": 2, "n_min_at_0.8": 8}),
+    # censored at the largest tau: at twice the grid's largest N (32)
+    ({0.2: 2, 0.5: 8, 0.8: None}, (math.log(32), math.log(4)), {"n_min_at_0.2": 2, "n_min_at_0.5": 8, "n_min_at_0.8": -1}),
+    ({0.2: None, 0.5: 8, 0.8: None}, (0.0, math.log(8 / 64)), {"n_min_at_0.2": -1, "n_min_at_0.5": 8, "n_min_at_0.8": -1}),
+    ({0.2: 1, 0.5: 8, 0.8: 32}, (math.log(32), math.log(8)), {"n_min_at_0.2": 1, "n_min_at_0.5": 8, "n_min_at_0.8": 32}),
 ])
-def test_li6_n_min_grows_through_plateaus_and_past_the_grid(n_mins, measured):
-    # as LI-1's fall: a tie between neighbouring radii passes, a censored N_min (never reached) is larger than
-    # any reached one and described as -1; only the smallest radius's N_min is held against the grid's floor
-    assert LI6.statistics(_noise_units(n_mins)) == measured
+def test_li6_compares_each_seeds_n_min_at_the_end_radii(n_mins, ratios, pooled):
+    # per seed, log(N_min at the largest tau / at the smallest), the middle radius's beside it; a censored N_min
+    # (never reached) counts at twice the grid's largest N, so censored at both ends is a tie; the pooled
+    # N_min per radius described as LI-1's (-1: censored), only the smallest radius's held against the floor
+    measured = LI6.statistics(_noise_units(n_mins))
+    assert (measured["log_n_min_largest_over_smallest_noise"], measured["log_n_min_0.5_over_smallest_noise"]) == \
+        pytest.approx(ratios)
+    assert {name: measured[name] for name in pooled} == pooled
+    assert measured["n_min_censored"] == sum(n is None for n in n_mins.values())
+    assert measured["n_min_above_floor_at_smallest_noise"] == float(n_mins[0.2] != 1)
+    assert measured["seeds_n_min_larger_at_largest_noise"] == float(ratios[0] > 0)
+
+
+def test_li6_is_the_mean_of_the_seeds_own_ratios():
+    # each seed's N_min from its own runs, not the pooled one: a seed that falls pulls the mean down
+    units = _noise_units({0.2: 2, 0.5: 8, 0.8: 8}, seeds=3)
+    units["seeds"] += _noise_units({0.2: 8, 0.5: 8, 0.8: 2}, seeds=1)["seeds"]
+    measured = LI6.statistics(units)
+    assert measured["log_n_min_largest_over_smallest_noise"] == pytest.approx((3 * math.log(4) - math.log(4)) / 4)
+    assert measured["seeds_n_min_larger_at_largest_noise"] == 0.75
+    assert measured["n_min_at_0.8"] == 8  # pooled: 3 of 4 seeds from 8 on
 
 
 def test_li1_and_li2_read_each_grid_from_its_own_runs_and_the_settings_from_the_fits(tmp_path):

@@ -35,9 +35,18 @@ def _data_setting(params: Any) -> str:
         "those sets as well as contiguous ones, where a convolution could not.")
 
 
+def _assumption_2(params: Any) -> str:
+    """Where d sits against [JSL22]'s Assumption 2, d = poly(D) (its example, ViT-base on ImageNet: d = 384 > D = 196)."""
+    data = params.generate.spatial
+    if data.dim < data.n_patches:
+        return (f" Outside Assumption 2: d = {data.dim} < D = {data.n_patches}, where the assumption takes d = poly(D) "
+                "(its example: d = 384, D = 196); the theorems are not claimed for this run's sizes.")
+    return f" d = {data.dim} >= D = {data.n_patches}, as in Assumption 2's example (d = 384, D = 196)."
+
+
 def _jsl2_regime(params: Any) -> str:
     spatial = params.spatial
-    return _data_setting(params) + (
+    return _data_setting(params) + _assumption_2(params) + (
         f" The verdict is for score form `{spatial.vit.score_form}` (`ppt`: softmax(P P^T / sqrt(d_p)), the "
         "simplified form; `qk`: the paper's (P W_Q)(P W_K)^T). Also trained, each at its own mixing rate: "
         + ", ".join(f"`{form}` at {lr:g}" for form, lr in zip(spatial.ablation, spatial.ablation_lr_mixing))
@@ -262,11 +271,22 @@ def _mean(samples: Samples, group: str) -> float:
     return statistics.mean(samples[group])
 
 
+def _error_ratio(natural: float, permuted: float) -> float | None:
+    """Test error on permuted images over test error on natural ones (None: no natural-image error to scale)."""
+    return (1 - permuted) / (1 - natural) if natural < 1 else None
+
+
 def _jsl5_statistics(samples: Samples) -> Measured:
     accuracy = {run: _mean(samples, run) for run in ("vit_natural", "vit_permuted", "cnn_natural", "cnn_permuted")}
     vit_loss = accuracy["vit_natural"] - accuracy["vit_permuted"]
     cnn_loss = accuracy["cnn_natural"] - accuracy["cnn_permuted"]
+    # how many times its natural-image test error each model errs under the permutation: the models start
+    # from unequal errors, where absolute points would charge the weaker model more for the same damage
+    ratio = {model: _error_ratio(accuracy[f"{model}_natural"], accuracy[f"{model}_permuted"]) for model in ("vit", "cnn")}
     return accuracy | {"vit_loss": vit_loss, "cnn_loss": cnn_loss, "cnn_loss_minus_vit_loss": cnn_loss - vit_loss,
+                       "vit_error_ratio": ratio["vit"], "cnn_error_ratio": ratio["cnn"],
+                       "cnn_minus_vit_log_error_ratio": (math.log(ratio["cnn"]) - math.log(ratio["vit"])
+                                                         if ratio["cnn"] and ratio["vit"] else None),
                        # structure scores above their null (shuffled encodings): natural, and the permuted images'
                        "natural_structure_over_null": _mean(samples, "vit_natural_structure"),
                        "permuted_structure_over_null": _mean(samples, "vit_permuted_structure"),
@@ -442,17 +462,23 @@ PAPER = Paper(
             seeds=("real.seeds",),
             statement=("Under one fixed permutation of the image, a ViT keeps its accuracy and learns the permuted "
                        "structure, while a CNN loses accuracy."),
-            metric=("mean test accuracy over seeds on natural and on permuted images, ViT and CNN; the ViT's "
-                    "structure score (Spearman's rho over token pairs between the cosine similarity of their "
+            metric=("mean test accuracy over seeds on natural and on permuted images, ViT and CNN, and each model's "
+                    "test error on permuted images over its error on natural ones (the relative damage); the "
+                    "ViT's structure score (Spearman's rho over token pairs between the cosine similarity of their "
                     "positional encodings and the correlation of their pixels in the images it saw) after "
                     "training minus its null, the same encodings with their tokens shuffled (mean of 20 "
-                    "shuffles), mean over seeds; the natural-image ViT is the positive control. The ViT's own "
-                    "accuracy loss is described, not tested: permuting single pixels scrambles each patch's "
-                    "contents, which no patch-order learning undoes; the paper's claim is that the ViT learns the "
-                    "permuted structure and that the CNN loses more"),
-            criteria=(Criterion("cnn_loss_minus_vit_loss", ">", 0.0,
-                                ("paper: [JSL22] Sec. 6, Fig. 5: on permuted CIFAR-100 pixels ViTs learn the "
-                                 "structure 'in contrast to CNNs'; the CNN loses more, the sign"), MEAN, bounds=(-2.0, 2.0)),
+                    "shuffles), mean over seeds; the natural-image ViT is the positive control. The paper's claim is "
+                    "that the ViT learns the permuted structure, which the structure score decides; that the CNN "
+                    "loses more is our reading of its 'in contrast to CNNs', decided on the log of the CNN's error "
+                    "ratio over the ViT's: the models start from unequal errors, and the same relative damage costs "
+                    "the model with more error more points; the absolute accuracy losses are described beside it, "
+                    "as is the ViT's own (permuting single pixels scrambles each patch's contents, which no "
+                    "patch-order learning undoes)"),
+            criteria=(Criterion("cnn_minus_vit_log_error_ratio", ">", 0.0,
+                                ("ours: [JSL22] Sec. 6, Fig. 5 state that ViTs learn the permuted structure 'in "
+                                 "contrast to CNNs' (the structure the model learns); that the CNN loses more is our "
+                                 "reading, taken relative (its error grows by a larger factor), since absolute points "
+                                 "from unequal baselines charge the weaker model more; the sign"), MEAN),
                       Criterion("permuted_structure_over_null", ">", 0.0,
                                 ("ours: 'learns the permuted structure' has no number in the paper; the final "
                                  "score above its null (shuffled encodings) over the seeds' interval"), MEAN, bounds=(-2.0, 2.0))),

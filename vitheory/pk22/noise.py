@@ -1,4 +1,5 @@
-"""[PK22] PK-5: accuracy under random noise band-passed at one frequency."""
+"""[PK22] PK-5: accuracy under random noise band-passed at one frequency, under each normalisation of the
+noise (`NORMALISATIONS`); which one decides PK-5 is its claim's (vitheory.pk22.claims, `NOISE_DECIDES`)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from vitheory.pk22.params import PKParams
 
 COLUMNS = {"model": str, "seed": int, "normalisation": str, "frequency": float, "clean_accuracy": float,
            "accuracy_drop": float}
-# `rms`: Gaussian noise scaled to one root-mean-square in every band (ours, PK-5's verdict); `official`:
-# [PK22]'s FreqAttack on its Random attack, sign noise of one size per pixel band-passed to the ring, so
-# that its energy is in proportion to the ring's size (PK-5's variant)
-NORMALISATIONS = ("rms", "official")
+# each normalisation of the noise, in the order noise_rows draws them, and what it is
+NORMALISATIONS = {
+    "rms": "Gaussian noise scaled to one root-mean-square in every band (ours: equal energy per band)",
+    "official": ("[PK22]'s attack (FreqAttack on its Random attack): sign noise of one size per pixel through each "
+                 "ring, not rescaled, so that its energy is in proportion to the ring's size"),
+}
 
 
 def band_mask(h: int, w: int, frequency: float, bandwidth: float) -> torch.Tensor:

@@ -74,8 +74,12 @@ def table_path(name: str) -> Path:
 def model_folders(smallest_fraction: float) -> dict[str, Path]:
     """The checkpoints (seed_<s>/) each analysis reads, by model."""
     return {"vit": full_data_checkpoints("vit"), "cnn": full_data_checkpoints("cnn"),
-            "alternet": artifact("pk_models") / "alternet", "vit_gap": artifact("pk_models") / "vit_gap",
+            "alternet": artifact("pk_models") / "alternet",
+            "vit_gap": artifact("pk_models") / fraction_folder("vit_gap", smallest_fraction),
             "vit_small": artifact("pk_models") / fraction_folder("vit", smallest_fraction)}
+
+
+SMALL_DATA_MODELS = ("vit_small", "vit_gap")  # model_folders' models trained on the smallest fraction
 
 
 def analyse(cfg: PKParams, train: RealTrainParams, smallest_fraction: float, images_seed: int, data: LoadedImages, device: torch.device) -> dict[str, list[tuple]]:
@@ -93,7 +97,7 @@ def analyse(cfg: PKParams, train: RealTrainParams, smallest_fraction: float, ima
     units = train.seeds * sum(name in analysis.models for name in folders for analysis in ANALYSES)
     with tqdm(total=units, desc="pk_analysis (model, seed, analysis)", mininterval=1.0) as progress:
         for name, folder in folders.items():
-            own = fraction_index(data.y["train"], smallest_fraction if name == "vit_small" else 1.0, images_seed)
+            own = fraction_index(data.y["train"], smallest_fraction if name in SMALL_DATA_MODELS else 1.0, images_seed)
             inputs = Inputs(cfg, train, x_test, y_test, data, own)
             for seed in range(train.seeds):
                 model = load_checkpoint(folder / seed_folder(seed), device.type)
