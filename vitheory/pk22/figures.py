@@ -20,7 +20,7 @@ FEATURES, NOISE, HESSIAN, SMALL_DATA, LESION = "pk_features", "pk_noise", "pk_he
 
 
 PK_MODELS = {"vit": "ViT", "cnn": "CNN", "alternet": "AlterNet",
-             "vit_gap": "ViT, average pooling", "vit_small": "ViT, smallest data fraction"}
+             "vit_gap": "ViT, average pooling, smallest data fraction", "vit_small": "ViT, smallest data fraction"}
 PK_PALETTE = model_palette(PK_MODELS)  # keyed by label: the tables below are drawn with labels as their models
 
 
