@@ -156,8 +156,8 @@ def test_a_shares_plan_is_its_exact_binomial_power(share, n):
 
 
 def test_a_step_statistic_plans_by_rerunning_its_own_bootstrap():
-    """The maximum of the seeds' values against 10: each drawn run is measured again and its own percentile
-    bootstrap decides; reproducible."""
+    """A step statistic (the seeds' mean) against 10: each drawn run is measured again and its own percentile
+    bootstrap decides, over fewer runs than the other kinds; reproducible."""
     claim = _claim(lambda s: {"effect": float(np.mean(s["a"]))}, STEP, 10.0)
     units = {"a": [float(v) for v in np.random.default_rng(0).normal(10.5, 2.0, 10)]}
     plan = _plan(claim, units)

@@ -16,7 +16,9 @@ interval lies on the other (or, where the criterion declares a smallest effect o
 it of the threshold), and is inconclusive otherwise. A paired direction is decided by its sign-flip
 p-values instead, not by the interval shown beside them: it holds when the test rejects the other side at
 the interval's tail level, does not hold when it rejects the holding side (`decide`). An inconclusive
-criterion says how many seeds its test would need at the measured effect and spread (`seeds_needed`).
+criterion says how many seeds its own decision would need to decide with power POWER (`seeds_needed`),
+planned from its units as they are (runs resampled from them, or a share's exact binomial power), never
+from a normal spread they may not have: stalled or skewed seeds count as what they are.
 A claim holds when every criterion holds and does not hold when any does not; else it is inconclusive.
 
 A claim's `conditions` are criteria on the measurement, not on the claim: that a grid brackets the
@@ -37,7 +39,7 @@ import operator
 import os
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -247,8 +249,8 @@ class Plan:
 
 EXACT, RESAMPLED = "exact binomial", "resampling the units"
 PLAN_RUNS = 400  # runs drawn per candidate count: the planned power's Monte Carlo error about 0.02 at 0.8
-# a step statistic reruns its own bootstrap inside each run: fewer runs, each with fewer resamples
-STEP_PLAN_RUNS, STEP_PLAN_BOOTSTRAP = 100, 100
+STEP_PLAN_RUNS = 200  # a step statistic is measured again on each run, which may take milliseconds: fewer runs
+STEP_PLAN_GROWTH = 8  # and a step statistic (over a grid) is planned up to 8 times its seeds, not extrapolated beyond
 PLAN_PRECISION = 0.05  # a plan's count is found to within 5% (the power's Monte Carlo error moves it more)
 SHARE_LIMIT = 1_000_000  # a share's exact plan counts this far; a resampled plan AFFORDABLE_SEEDS
 
@@ -338,14 +340,15 @@ class _Resampled:
     """Runs of a candidate number of seeds per group drawn with replacement from this run's own units (the
     groups that move the quantity), the same draws (their first m) at every count, seeded from params
     `report.seed`, the claim and the quantity: reproducible, and the power moves with m, not with the draws.
-    Every kind but STEP draws what each unit adds (`_unit_values`) and makes the runs' intervals at once;
-    a step statistic is measured again on each run, with its own bootstrap inside."""
+    Every kind but STEP draws what each unit adds (`_unit_values`) and makes the runs' intervals at once. A
+    step statistic is measured again on each run; its percentile bootstrap's ends are placed by the bootstrap
+    principle, each run's value moved by the runs' own tail quantiles about this run's value, rather than
+    by resampling inside every run (runs x resamples measurements of a statistic that may take milliseconds)."""
 
     def __init__(self, c: Criterion, measurement: Measurement, groups: Sequence[str]):
-        self.c, self.measurement, self.groups = c, measurement, groups
+        self.c, self.measurement = c, measurement
         self.verdict = HOLDS if c.holds(measurement.measured[c.quantity]) else FAILS
         self.runs = STEP_PLAN_RUNS if c.kind == STEP else PLAN_RUNS
-        self.cfg = replace(measurement.cfg, bootstrap=min(measurement.cfg.bootstrap, STEP_PLAN_BOOTSTRAP))
         self.seed = [measurement.cfg.seed, zlib.crc32(f"{measurement.key}{c.quantity}".encode())]
         rng = np.random.default_rng(self.seed)
         self.units = None if c.kind == STEP else _unit_values(c, measurement, groups)
@@ -357,27 +360,40 @@ class _Resampled:
                                                                        for u in self.units.values()))
 
     def power(self, m: int) -> float:
+        cfg = self.measurement.cfg
         if self.c.kind == STEP:
-            return sum(self._step_decides(r, m) for r in range(self.runs)) / self.runs
-        drawn = {group: units[self.draws[group][:, :m]] for group, units in self.units.items()}
-        values, found = _drawn_intervals(self.c, drawn, self.measurement.measured[self.c.quantity], self.cfg,
-                                         np.random.default_rng(self.seed))
-        return sum(decide(self.c, float(v), i, self.cfg) == self.verdict for v, i in zip(values, found)) / self.runs
+            values, found = self._step_intervals(m)
+        else:
+            drawn = {group: units[self.draws[group][:, :m]] for group, units in self.units.items()}
+            values, found = _drawn_intervals(self.c, drawn, self.measurement.measured[self.c.quantity], cfg,
+                                             np.random.default_rng(self.seed))
+        return sum(decide(self.c, v, i, cfg) == self.verdict for v, i in zip(values, found)) / self.runs
 
-    def _step_decides(self, r: int, m: int) -> bool:
-        samples = {**self.measurement.samples, **{group: [self.measurement.samples[group][i] for i in draws[r, :m]]
-                                                  for group, draws in self.draws.items()}}
-        drawn = Measurement(self.measurement.statistics, samples, self.measurement.statistics(samples), self.cfg,
-                            self.measurement.key)
-        interval = METHODS[STEP].interval(self.c, drawn)
-        return decide(self.c, drawn.measured[self.c.quantity], interval, self.cfg) == self.verdict
+    def _step_intervals(self, m: int) -> tuple[list[float | None], list[Interval]]:
+        samples = self.measurement.samples
+        values = [self.measurement.statistics({**samples, **{group: [samples[group][i] for i in draws[r, :m]]
+                                                             for group, draws in self.draws.items()}})[self.c.quantity]
+                  for r in range(self.runs)]
+        measured = np.array([v for v in values if v is not None], dtype=float)
+        if len(values) - len(measured) > self.measurement.cfg.tail * len(values):  # as the method: no interval
+            return values, [Interval(None, None, None, {})] * len(values)
+        centre, tail = self.measurement.measured[self.c.quantity], self.measurement.cfg.tail
+        low = float(np.quantile(measured, tail, method="lower")) - centre
+        high = float(np.quantile(measured, 1 - tail, method="higher")) - centre
+        return values, [Interval(None, None, None, {}) if v is None else
+                        Interval(*clip(_shifted(v, low), _shifted(v, high), self.c.bounds), None, {}) for v in values]
+
+
+def _shifted(value: float, by: float) -> float:
+    """value + by, where an infinite (censored) value stays infinite and an infinite shift reaches infinity."""
+    return value if math.isinf(value) else value + by if not math.isnan(by) else math.inf
 
 
 def seeds_needed(c: Criterion, measurement: Measurement, interval: Interval) -> Plan:
     """The seeds per group an inconclusive criterion would need, from more than it has now (the most units of
     a group that moves its quantity) and never fewer than its method can decide with: a share by its exact
     binomial power at the measured share, up to SHARE_LIMIT; every other kind by runs drawn from this run's
-    units (`_Resampled`), up to AFFORDABLE_SEEDS."""
+    units (`_Resampled`), up to AFFORDABLE_SEEDS (a step statistic up to STEP_PLAN_GROWTH times its seeds)."""
     value, cfg = measurement.measured[c.quantity], measurement.cfg
     if value is None or not interval.units or c.margin(value) == 0:
         return Plan(None, EXACT if c.kind == SHARE else RESAMPLED)
@@ -389,12 +405,13 @@ def seeds_needed(c: Criterion, measurement: Measurement, interval: Interval) -> 
     runs = _Resampled(c, measurement, sorted(interval.units))
     if not runs.plannable():
         return Plan(None, RESAMPLED)
+    limit = min(AFFORDABLE_SEEDS, STEP_PLAN_GROWTH * (start - 1)) if c.kind == STEP else AFFORDABLE_SEEDS
     powers: dict[int, float] = {}
-    found = _fewest(lambda m: powers.setdefault(m, runs.power(m)) >= POWER, start, AFFORDABLE_SEEDS)
+    found = _fewest(lambda m: powers.setdefault(m, runs.power(m)) >= POWER, start, max(limit, start))
     if found is None:
-        return Plan(None, RESAMPLED, runs=runs.runs, searched=AFFORDABLE_SEEDS)
+        return Plan(None, RESAMPLED, runs=runs.runs, searched=limit)
     power = powers[found]
-    return Plan(found, RESAMPLED, power, math.sqrt(power * (1 - power) / runs.runs), runs.runs, AFFORDABLE_SEEDS)
+    return Plan(found, RESAMPLED, power, math.sqrt(power * (1 - power) / runs.runs), runs.runs, limit)
 
 
 def claim_verdict(verdicts: Sequence[str], conditions: Sequence[str] = ()) -> str:
