@@ -94,7 +94,7 @@ def test_near_normal_units_plan_about_the_normal_theory_count():
 
 @pytest.mark.parametrize("claim,draw,n", [
     (_claim(_mean, MEAN, 0.0), lambda rng, n: rng.normal(0.4, 1.0, n), 10),
-    (_claim(_mean, PAIRED, 0.0, group="a"), lambda rng, n: rng.normal(0.5, 1.0, n), 8),
+    (_claim(_mean, PAIRED, 0.0, group="a"), lambda rng, n: rng.normal(0.8, 1.0, n), 8),
     (_claim(lambda s: {"effect": float(np.exp(np.mean(np.log(s["a"]))))}, LOG, 1.0),
      lambda rng, n: rng.lognormal(0.3, 1.0, n), 10),
     (_claim(_median, MEDIAN, 0.0, group="a"), lambda rng, n: rng.laplace(0.4, 1.0, n), 10),

@@ -47,7 +47,7 @@ import numpy as np
 from scipy import stats
 
 from vitheory.core.intervals import (EXACT_SIGN_FLIP_UNITS, GROUPED, LOG, MEDIAN, METHODS, PAIRED, SHARE,
-                                     SIGN_FLIP_DRAWS, STEP, UNBOUNDED, Interval, IntervalSettings, Measured,
+                                     STEP, UNBOUNDED, Interval, IntervalSettings, Measured,
                                      Measurement, Samples, clip, clopper_pearson, every_sign_pattern, method_name,
                                      order_statistic_ranks, smallest_decisive_units)
 from vitheory.core.paths import artifact
@@ -251,6 +251,7 @@ EXACT, RESAMPLED = "exact binomial", "resampling the units"
 PLAN_RUNS = 400  # runs drawn per candidate count: the planned power's Monte Carlo error about 0.02 at 0.8
 STEP_PLAN_RUNS = 200  # a step statistic is measured again on each run, which may take milliseconds: fewer runs
 STEP_PLAN_GROWTH = 8  # and a step statistic (over a grid) is planned up to 8 times its seeds, not extrapolated beyond
+PLAN_SIGN_FLIPS = 4096  # random sign patterns of a planned paired test over EXACT_SIGN_FLIP_UNITS seeds
 PLAN_PRECISION = 0.05  # a plan's count is found to within 5% (the power's Monte Carlo error moves it more)
 SHARE_LIMIT = 1_000_000  # a share's exact plan counts this far; a resampled plan AFFORDABLE_SEEDS
 
@@ -322,12 +323,13 @@ def _drawn_intervals(c: Criterion, drawn: dict[str, np.ndarray], centre: float, 
 
 
 def _sign_flip_rows(drawn: np.ndarray, threshold: float, rng: np.random.Generator) -> list[tuple[float, float]]:
-    """`sign_flip_p_values` of each row: every sign pattern up to EXACT_SIGN_FLIP_UNITS seeds, SIGN_FLIP_DRAWS
-    random ones (the same for every row, all +1 among them) above."""
+    """`sign_flip_p_values` of each row: every sign pattern up to EXACT_SIGN_FLIP_UNITS seeds, PLAN_SIGN_FLIPS
+    random ones (the same for every row, all +1 among them) above: the test's own p-values, estimated less
+    finely than the verdict's (their Monte Carlo error at the 2.5% tail, 0.2%, is small beside the power's)."""
     shifted = drawn - threshold
     n = shifted.shape[1]
     signs = (every_sign_pattern(n) if n <= EXACT_SIGN_FLIP_UNITS else
-             np.vstack([np.ones(n), rng.choice((1.0, -1.0), size=(SIGN_FLIP_DRAWS - 1, n))]))
+             np.vstack([np.ones(n), rng.choice((1.0, -1.0), size=(PLAN_SIGN_FLIPS - 1, n))]))
     found = []
     for rows in np.array_split(shifted, max(1, len(shifted) // 50)):  # 50 rows: a few hundred MB at most
         sums, observed = signs @ rows.T, rows.sum(axis=1)
