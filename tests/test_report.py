@@ -188,3 +188,29 @@ def test_the_report_says_a_paired_direction_is_decided_by_its_sign_flip_test_and
         assert all(": these decide, not the interval (Student-t's) |" in line for line in paired)
         assert [check["method"] for record in json.loads(records) for check in record["criteria"].values()
                 if check["kind"] == "paired"] == [method, method]
+
+
+def test_a_power_line_says_how_it_was_planned_and_when_no_affordable_count_decides():
+    from vitheory.report import power_line
+
+    def check(needed, **plan):
+        return {"verdict": "inconclusive", "seeds_needed": needed,
+                "plan": {"by": "resampling the units", "power": None, "monte_carlo_error": None, "runs": None,
+                         "searched_up_to": None} | plan}
+
+    planned = power_line("x > 0", check(49, power=0.81, monte_carlo_error=0.02, runs=400, searched_up_to=1000))
+    assert planned == ("`x > 0`: about 49 seeds per group would decide it (resampling the units: power 0.81, Monte "
+                       "Carlo standard error 0.02 over 400 runs)")
+    beyond = power_line("x > 0", check(None, runs=400, searched_up_to=1000))
+    assert "no count up to 1,000 seeds per group decides it at power 0.8" in beyond
+    assert "can be planned" in power_line("x > 0", check(None))
+    assert power_line("x > 0", {"verdict": "holds"}) is None
+
+
+def test_the_method_column_states_a_failed_assumption():
+    from vitheory.report import method_text
+
+    check = {"method": "Student-t", "kind": "mean", "coverage": 0.95,
+             "assumption": "approximate: units skewed (a: skewness 2.0), coverage about 89% at 6 seeds"}
+    assert method_text(check) == "Student-t; " + check["assumption"]
+    assert method_text(check | {"assumption": None}) == "Student-t"

@@ -55,8 +55,8 @@ def _units(check: dict[str, Any]) -> str:
 
 
 def method_text(check: dict[str, Any]) -> str:
-    """The interval's method, its coverage where it is not the nominal one, and a paired test's p-values,
-    which decide in place of the interval."""
+    """The interval's method, its coverage where it is not the nominal one, a paired test's p-values, which
+    decide in place of the interval, and where the units fail the method's assumption, by how much."""
     said = check["method"]
     if check["kind"] in (SHARE, MEDIAN) and check["coverage"] is not None:
         said += f", {'at least ' if check['kind'] == SHARE else ''}{check['coverage']:.2%} coverage"
@@ -64,21 +64,29 @@ def method_text(check: dict[str, Any]) -> str:
         p = check["p_values"]
         said += (f"; p (greater) {fmt(p['greater'])}, p (smaller) {fmt(p['smaller'])}: these decide, not the "
                  "interval (Student-t's)")
+    if check.get("assumption"):
+        said += f"; {check['assumption']}"
     return said
 
 
 def power_line(criterion: str, check: dict[str, Any]) -> str | None:
-    """For a criterion that decides nothing: the seeds its test would need at the measured effect and spread."""
+    """For a criterion that decides nothing: the seeds its own test would need at power 0.8, and how that was
+    found (exact for a share; else resampling this run's units, with the power's Monte Carlo error)."""
     if check["verdict"] != INCONCLUSIVE:
         return None
-    needed = check.get("seeds_needed")
+    needed, plan = check.get("seeds_needed"), check.get("plan") or {}
+    if needed is None and plan.get("searched_up_to"):
+        return (f"`{criterion}`: no count up to {plan['searched_up_to']:,} seeds per group decides it at power 0.8 "
+                f"({plan['by']}): the measured effect is too small against its spread")
     if needed is None:
         return (f"`{criterion}`: no number of seeds can be planned from this run (its value sits on the threshold, "
                 "as a step statistic's can, or it has no spread, or it could not be measured)")
+    how = (f"{plan['by']}: power {plan['power']:.2f}" + ("" if not plan["monte_carlo_error"] else
+           f", Monte Carlo standard error {plan['monte_carlo_error']:.2f} over {plan['runs']} runs"))
     if needed > AFFORDABLE_SEEDS:
         return (f"`{criterion}`: more than {AFFORDABLE_SEEDS:,} seeds per group: the measured effect is too small "
-                f"against its spread to decide at any affordable count (about {needed:,})")
-    return f"`{criterion}`: about {needed} seeds per group would decide it at the measured effect and spread"
+                f"against its spread to decide at any affordable count (about {needed:,}; {how})")
+    return f"`{criterion}`: about {needed} seeds per group would decide it ({how})"
 
 
 def within_spread(check: dict[str, Any]) -> bool:
@@ -163,7 +171,7 @@ def claim_section(record: dict[str, Any], regime: str, confidence: float, atlas:
         lines.append(f"| {setting} | **claim** | | | | | | **{judged['verdict']}** |")
     power = [line for label, check in labelled_checks(record) if (line := power_line(label, check))]
     if power:
-        lines += ["", "Seeds to decide (power 0.8, this run's effect and spread):", ""] + [f"- {p}" for p in power]
+        lines += ["", "Seeds to decide (power 0.8, this run's effect and spread, its own units resampled):", ""] + [f"- {p}" for p in power]
     lines += ["", "Where each threshold comes from:", ""]
     lines += [f"- `{label}`: {check['source']}" for label, check in labelled_checks(record)]
     lines += ["", "| quantity | value |", "| --- | --- |"]

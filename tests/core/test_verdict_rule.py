@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 from verdict_tables import SETTINGS
 
-from vitheory.core.claims import (FAILS, HOLDS, INCONCLUSIVE, SYNTHETIC, Claim, Criterion, Variant, claim_verdict,
-                                  evaluate)
+from vitheory.core.claims import (AFFORDABLE_SEEDS, FAILS, HOLDS, INCONCLUSIVE, RESAMPLED, SYNTHETIC, Claim, Criterion,
+                                  Variant, claim_verdict, evaluate)
 from vitheory.core.intervals import MEAN, PAIRED, SHARE, STEP, IntervalSettings
 from vitheory.core.paths import artifact
 
@@ -183,9 +183,15 @@ def test_a_share_is_recorded_with_its_exact_method_and_an_unmeasured_one_with_no
         judged(0.55)
 
 
-def test_an_inconclusive_check_records_the_seeds_its_test_would_need(tmp_path):
-    check = _judge(tmp_path, [_ours("effect", ">", 0.0)], _seeds(effect=ACROSS))["criteria"]["effect > 0"]
-    assert check["verdict"] == INCONCLUSIVE and isinstance(check["seeds_needed"], int) and check["seeds_needed"] > 8
+def test_an_inconclusive_check_records_the_seeds_its_test_would_need_and_how_they_were_planned(tmp_path):
+    """A mean 0.09 above 0 with spread 0.17 over 8 seeds: some dozens of seeds, resampled; ACROSS's mean, 0.009
+    from 0, no count up to AFFORDABLE_SEEDS."""
+    moderate = [0.3, -0.1, 0.25, -0.05, 0.2, 0.0, 0.3, -0.15]
+    check = _judge(tmp_path, [_ours("effect", ">", 0.0)], _seeds(effect=moderate))["criteria"]["effect > 0"]
+    assert check["verdict"] == INCONCLUSIVE and 8 < check["seeds_needed"] < 100
+    assert check["plan"]["by"] == RESAMPLED and check["plan"]["power"] >= 0.7 and check["plan"]["runs"] > 0
+    small = _judge(tmp_path, [_ours("effect", ">", 0.0)], _seeds(effect=ACROSS))["criteria"]["effect > 0"]
+    assert (small["seeds_needed"], small["plan"]["searched_up_to"]) == (None, AFFORDABLE_SEEDS)
 
 
 def test_a_paired_direction_with_a_seed_it_cannot_measure_alone_keeps_its_interval_and_runs_no_test(tmp_path):

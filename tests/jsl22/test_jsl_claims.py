@@ -262,8 +262,26 @@ def test_jsl3_measures_association_against_each_data_sets_own_chance_and_describ
         "positional_exact_minus_chance": 0.05, "positional_overlap": 0.2, "chance_overlap": 0.4,
         "attention_exact_minus_chance": 0.7 - 0.15, "attention_overlap": 0.3, "positive_control_positional_exact": 0.9,
         "positive_control_positional_exact_minus_chance": 0.85, "positive_control_attention_exact_minus_chance": -0.05,
-        "positive_control_test_error": 0.02, "vit_train_error": 0.0})
+        "positive_control_test_error": 0.02, "vit_train_error": 0.0, "vit_stalled_seeds": 0.0,
+        "vit_converged_test_error": 0.02})
     assert record["verdict"] == HOLDS
+
+
+@pytest.mark.parametrize("train_errors,stalled,converged_error", [
+    ([0.01, 0.08, 0.02, 0.075], 0.5, 0.02),  # two students left at 7.5-8% training error stalled
+    ([0.01, 0.05, 0.02, 0.0], 0.0, 0.02),    # 5% exactly still fits
+    ([0.3, 0.08, 0.06, 0.2], 1.0, None),     # all stalled: no converged error to describe
+])
+def test_jsl3_describes_the_share_of_students_that_stalled(tmp_path, train_errors, stalled, converged_error):
+    """A stall is a student whose training error on the noiseless labels stays above 5%: its share, and the
+    median test error of the others (a stall's own test error, 0.1, left out of it)."""
+    metrics = _control_metrics(0.0, 0.9)
+    metrics["runs"]["vit"] = [dict(metrics["runs"]["vit"][0], train_error_rate=train,
+                                   error_rate=0.1 if train > 0.05 else 0.02) for train in train_errors]
+    metrics["runs"]["glm"] = [{"error_rate": 0.09}] * 4
+    write_json(tmp_path / artifact("control_metrics"), metrics)
+    measured = CLAIMS["JSL-3"].measure(tmp_path)
+    assert (measured["vit_stalled_seeds"], measured["vit_converged_test_error"]) == (stalled, converged_error)
 
 
 N_EDGES = (1, 4, 16)

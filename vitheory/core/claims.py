@@ -16,7 +16,9 @@ interval lies on the other (or, where the criterion declares a smallest effect o
 it of the threshold), and is inconclusive otherwise. A paired direction is decided by its sign-flip
 p-values instead, not by the interval shown beside them: it holds when the test rejects the other side at
 the interval's tail level, does not hold when it rejects the holding side (`decide`). An inconclusive
-criterion says how many seeds its test would need at the measured effect and spread (`seeds_needed`).
+criterion says how many seeds its own decision would need to decide with power POWER (`seeds_needed`),
+planned from its units as they are (runs resampled from them, or a share's exact binomial power), never
+from a normal spread they may not have: stalled or skewed seeds count as what they are.
 A claim holds when every criterion holds and does not hold when any does not; else it is inconclusive.
 
 A claim's `conditions` are criteria on the measurement, not on the claim: that a grid brackets the
@@ -35,16 +37,19 @@ from __future__ import annotations
 import math
 import operator
 import os
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from scipy import stats
 
-from vitheory.core.intervals import (GROUPED, LOG, METHODS, PAIRED, SHARE, STEP, UNBOUNDED, Interval,
-                                     IntervalSettings, Measured, Measurement, Samples, clopper_pearson, method_name,
-                                     smallest_decisive_units)
+from vitheory.core.intervals import (EXACT_SIGN_FLIP_UNITS, GROUPED, LOG, MEDIAN, METHODS, PAIRED, SHARE,
+                                     STEP, UNBOUNDED, Interval, IntervalSettings, Measured,
+                                     Measurement, Samples, clip, clopper_pearson, every_sign_pattern, method_name,
+                                     order_statistic_ranks, smallest_decisive_units)
 from vitheory.core.paths import artifact
 
 OPERATORS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
@@ -184,10 +189,18 @@ def _declared(claim: Claim) -> dict[str, Criterion]:
     return {c.quantity: c for c in (*claim.criteria, *claim.conditions)}
 
 
+def _measurement(claim: Claim, samples: Samples, cfg: IntervalSettings, setting: str) -> Measurement:
+    """The claim's units and statistics, keyed by the claim and its setting (what seeds its random draws)."""
+    return Measurement(claim.statistics, samples, claim.statistics(samples), cfg, f"{claim.id}{setting}")
+
+
+def _intervals(claim: Claim, measurement: Measurement) -> dict[str, Interval]:
+    return {quantity: METHODS[c.kind].interval(c, measurement) for quantity, c in sorted(_declared(claim).items())}
+
+
 def intervals(claim: Claim, samples: Samples, cfg: IntervalSettings, setting: str = "") -> dict[str, Interval]:
     """The interval of each criterion's and condition's quantity, by the method its kind names in `METHODS`."""
-    measurement = Measurement(claim.statistics, samples, claim.statistics(samples), cfg, f"{claim.id}{setting}")
-    return {quantity: METHODS[c.kind].interval(c, measurement) for quantity, c in sorted(_declared(claim).items())}
+    return _intervals(claim, _measurement(claim, samples, cfg, setting))
 
 
 def decide(c: Criterion, value: float | None, interval: Interval, cfg: IntervalSettings) -> str:
@@ -206,26 +219,6 @@ def decide(c: Criterion, value: float | None, interval: Interval, cfg: IntervalS
     return INCONCLUSIVE
 
 
-def _share_seeds_needed(c: Criterion, value: float, n: int, confidence: float) -> int | None:
-    """The smallest m >= n whose Clopper-Pearson interval at the measured share decides: counted one by one up
-    to SHARE_SCAN (rounding k = value * m makes the answer step unevenly there), bisected beyond it, where
-    the interval only narrows."""
-    def decides(m: int) -> bool:
-        return c.verdict(value, clopper_pearson(round(value * m), m, confidence)) != INCONCLUSIVE
-
-    found = next((m for m in range(n, max(n, SHARE_SCAN)) if decides(m)), None)
-    if found is not None or not decides(SHARE_LIMIT):
-        return found
-    low, high = max(n, SHARE_SCAN), SHARE_LIMIT  # low does not decide, high does
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (low, middle) if decides(middle) else (middle, high)
-    return high
-
-
-SHARE_SCAN, SHARE_LIMIT = 2_000, 1_000_000
-
-
 def labelled_checks(judged: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(label, check) of every criterion, then every condition (its label after CONDITION_LABEL), of one
     judged setting of a claims.json record: how the report, the README and the decisive preset name them."""
@@ -233,24 +226,194 @@ def labelled_checks(judged: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
             *((f"{CONDITION_LABEL}{name}", check) for name, check in judged["conditions"].items())]
 
 
-def seeds_needed(c: Criterion, value: float | None, interval: Interval, confidence: float) -> int | None:
-    """About how many seeds (per group) the criterion's test would need to decide at the measured effect
-    and spread, with power POWER: n (z_{1-tail} + z_POWER)^2 se^2 / margin^2 for the units n it rests on
-    now, on the scale its interval is made on, and never fewer than its method can decide with. None when
-    it cannot be planned: no effect measured, no spread, or no units."""
-    margin = c.margin(value)
-    n = max(interval.units.values(), default=0)
-    if not n or margin is None or margin == 0 or not interval.standard_error:
-        return None
-    if c.kind == SHARE:
-        return _share_seeds_needed(c, value, n, confidence)
-    if c.kind == LOG:
-        if value <= 0 or c.threshold <= 0:
+@dataclass(frozen=True)
+class Plan:
+    """About the fewest seeds per group at which the criterion's own decision (`decide`, its kind's method)
+    reaches the verdict this run's value points to with probability POWER, and how: `by` EXACT, the binomial
+    power at the measured share; or RESAMPLED, the share of runs of that many seeds drawn with replacement
+    from this run's own units that decide (no shape assumed: stalled or skewed seeds count as they are).
+    `seeds` None: none up to `searched` decides (`searched` set), or nothing to plan (no value, a value on
+    its threshold, or no units that move it)."""
+
+    seeds: int | None
+    by: str
+    power: float | None = None  # at `seeds`
+    monte_carlo_error: float | None = None  # the power's standard error (0: exact)
+    runs: int | None = None  # the drawn runs behind the power
+    searched: int | None = None  # the largest count tried
+
+    def record(self) -> dict[str, Any]:
+        return {"by": self.by, "power": self.power, "monte_carlo_error": self.monte_carlo_error, "runs": self.runs,
+                "searched_up_to": self.searched}
+
+
+EXACT, RESAMPLED = "exact binomial", "resampling the units"
+PLAN_RUNS = 400  # runs drawn per candidate count: the planned power's Monte Carlo error about 0.02 at 0.8
+STEP_PLAN_RUNS = 200  # a step statistic is measured again on each run, which may take milliseconds: fewer runs
+STEP_PLAN_GROWTH = 8  # and a step statistic (over a grid) is planned up to 8 times its seeds, not extrapolated beyond
+PLAN_SIGN_FLIPS = 4096  # random sign patterns of a planned paired test over EXACT_SIGN_FLIP_UNITS seeds
+PLAN_PRECISION = 0.05  # a plan's count is found to within 5% (the power's Monte Carlo error moves it more)
+SHARE_LIMIT = 1_000_000  # a share's exact plan counts this far; a resampled plan AFFORDABLE_SEEDS
+
+
+def _fewest(reaches: Callable[[int], bool], start: int, limit: int) -> int | None:
+    """About the fewest count in [start, limit] that `reaches` POWER, doubling from `start` and then bisecting
+    to within PLAN_PRECISION (power rises with the count, up to a resampled one's Monte Carlo error); None
+    when `limit` does not."""
+    low, high = start - 1, start
+    while not reaches(high):
+        if high >= limit:
             return None
-        margin = math.log(value) - math.log(c.threshold)
-    z = float(stats.norm.ppf((1 + confidence) / 2) + stats.norm.ppf(POWER))
-    needed = math.ceil(n * (z * interval.standard_error / abs(margin)) ** 2)
-    return max(needed, n + 1, smallest_decisive_units(c.kind, confidence))
+        low, high = high, min(2 * high, limit)
+    while high - low > max(1, math.floor(PLAN_PRECISION * high)):
+        middle = (low + high) // 2
+        low, high = (low, middle) if reaches(middle) else (middle, high)
+    return high
+
+
+def _share_power(c: Criterion, value: float, m: int, confidence: float) -> float:
+    """P(the Clopper-Pearson interval of k / m decides as `value` points) for k ~ Binomial(m, value), summed over
+    the k within 8 standard deviations of m value (the rest weigh under 1e-15)."""
+    verdict = HOLDS if c.holds(value) else FAILS
+    reach = 8 * math.sqrt(m * value * (1 - value)) + 1
+    ks = range(max(0, math.floor(m * value - reach)), min(m, math.ceil(m * value + reach)) + 1)
+    weights = stats.binom.pmf(list(ks), m, value)
+    return float(sum(w for k, w in zip(ks, weights) if c.verdict(k / m, clopper_pearson(k, m, confidence)) == verdict))
+
+
+def _unit_values(c: Criterion, m: Measurement, groups: Sequence[str]) -> dict[str, np.ndarray] | None:
+    """What each unit adds to the quantity, per group that moves it: a seed's own value for a median or a
+    paired direction; a mean's jackknife pseudo-values n theta - (n - 1) theta_(i) (on the log scale for LOG),
+    the units themselves for a mean, the linear part of any other statistic. None when one is unmeasured."""
+    try:
+        if c.kind in (MEDIAN, PAIRED):
+            return {c.group: np.asarray(m.per_unit(c.quantity, c.group), dtype=float)}
+        scale = math.log if c.kind == LOG else float
+        centre = scale(m.measured[c.quantity])
+        return {group: np.array([len(m.left_out[group]) * centre - (len(m.left_out[group]) - 1) * scale(v[c.quantity])
+                                 for v in m.left_out[group]]) for group in groups}
+    except (TypeError, ValueError):  # None, or the log of a value that is not positive
+        return None
+
+
+def _drawn_intervals(c: Criterion, drawn: dict[str, np.ndarray], centre: float, cfg: IntervalSettings,
+                     rng: np.random.Generator) -> tuple[np.ndarray, list[Interval]]:
+    """Each run's value and interval by the kind's method, from its drawn units (runs x seeds per group):
+    Student-t on the pseudo-values' mean with Welch's degrees of freedom (a mean, on the log scale for LOG;
+    a paired direction's, shown, beside its sign-flip p-values); the order statistics for a median."""
+    runs, n = next(iter(drawn.values())).shape
+    if c.kind == MEDIAN:
+        ordered = np.sort(drawn[c.group], axis=1)
+        r, coverage = order_statistic_ranks(n, cfg.confidence)
+        return np.median(ordered, axis=1), [Interval(*clip(low, high, c.bounds), coverage, {})
+                                            for low, high in zip(ordered[:, r - 1], ordered[:, n - r])]
+    centre = math.log(centre) if c.kind == LOG else centre
+    values = centre + sum(units.mean(axis=1) - units.mean() for units in drawn.values())
+    parts = [units.var(axis=1, ddof=1) / n for units in drawn.values()]
+    variance = sum(parts)
+    df = variance ** 2 / np.maximum(sum(v ** 2 / (n - 1) for v in parts), 1e-300)
+    half = stats.t.ppf((1 + cfg.confidence) / 2, np.maximum(df, 1)) * np.sqrt(variance)
+    if c.kind == LOG:
+        values, low, high = np.exp(values), np.exp(values - half), np.exp(values + half)
+    else:
+        low, high = values - half, values + half
+    p_values = _sign_flip_rows(drawn[c.group], c.threshold, rng) if c.kind == PAIRED else [None] * runs
+    return values, [Interval(*clip(lo, hi, c.bounds), cfg.confidence, {}, p_values=p)
+                    for lo, hi, p in zip(low, high, p_values)]
+
+
+def _sign_flip_rows(drawn: np.ndarray, threshold: float, rng: np.random.Generator) -> list[tuple[float, float]]:
+    """`sign_flip_p_values` of each row: every sign pattern up to EXACT_SIGN_FLIP_UNITS seeds, PLAN_SIGN_FLIPS
+    random ones (the same for every row, all +1 among them) above: the test's own p-values, estimated less
+    finely than the verdict's (their Monte Carlo error at the 2.5% tail, 0.2%, is small beside the power's)."""
+    shifted = drawn - threshold
+    n = shifted.shape[1]
+    signs = (every_sign_pattern(n) if n <= EXACT_SIGN_FLIP_UNITS else
+             np.vstack([np.ones(n), rng.choice((1.0, -1.0), size=(PLAN_SIGN_FLIPS - 1, n))]))
+    found = []
+    for rows in np.array_split(shifted, max(1, len(shifted) // 50)):  # 50 rows: a few hundred MB at most
+        sums, observed = signs @ rows.T, rows.sum(axis=1)
+        tolerance = 1e-12 * np.maximum(1.0, np.abs(rows).sum(axis=1))
+        found += list(zip((sums >= observed - tolerance).mean(axis=0), (sums <= observed + tolerance).mean(axis=0)))
+    return found
+
+
+class _Resampled:
+    """Runs of a candidate number of seeds per group drawn with replacement from this run's own units (the
+    groups that move the quantity), the same draws (their first m) at every count, seeded from params
+    `report.seed`, the claim and the quantity: reproducible, and the power moves with m, not with the draws.
+    Every kind but STEP draws what each unit adds (`_unit_values`) and makes the runs' intervals at once. A
+    step statistic is measured again on each run; its percentile bootstrap's ends are placed by the bootstrap
+    principle, each run's value moved by the runs' own tail quantiles about this run's value, rather than
+    by resampling inside every run (runs x resamples measurements of a statistic that may take milliseconds)."""
+
+    def __init__(self, c: Criterion, measurement: Measurement, groups: Sequence[str]):
+        self.c, self.measurement = c, measurement
+        self.verdict = HOLDS if c.holds(measurement.measured[c.quantity]) else FAILS
+        self.runs = STEP_PLAN_RUNS if c.kind == STEP else PLAN_RUNS
+        self.seed = [measurement.cfg.seed, zlib.crc32(f"{measurement.key}{c.quantity}".encode())]
+        rng = np.random.default_rng(self.seed)
+        self.units = None if c.kind == STEP else _unit_values(c, measurement, groups)
+        self.draws = {group: rng.integers(0, len(measurement.samples[group]), (self.runs, AFFORDABLE_SEEDS))
+                      for group in (self.units or groups)}
+
+    def plannable(self) -> bool:
+        return self.c.kind == STEP or (self.units is not None and all(np.isfinite(u).all() or self.c.kind == MEDIAN
+                                                                       for u in self.units.values()))
+
+    def power(self, m: int) -> float:
+        cfg = self.measurement.cfg
+        if self.c.kind == STEP:
+            values, found = self._step_intervals(m)
+        else:
+            drawn = {group: units[self.draws[group][:, :m]] for group, units in self.units.items()}
+            values, found = _drawn_intervals(self.c, drawn, self.measurement.measured[self.c.quantity], cfg,
+                                             np.random.default_rng(self.seed))
+        return sum(decide(self.c, v, i, cfg) == self.verdict for v, i in zip(values, found)) / self.runs
+
+    def _step_intervals(self, m: int) -> tuple[list[float | None], list[Interval]]:
+        samples = self.measurement.samples
+        values = [self.measurement.statistics({**samples, **{group: [samples[group][i] for i in draws[r, :m]]
+                                                             for group, draws in self.draws.items()}})[self.c.quantity]
+                  for r in range(self.runs)]
+        measured = np.array([v for v in values if v is not None], dtype=float)
+        if len(values) - len(measured) > self.measurement.cfg.tail * len(values):  # as the method: no interval
+            return values, [Interval(None, None, None, {})] * len(values)
+        centre, tail = self.measurement.measured[self.c.quantity], self.measurement.cfg.tail
+        low = float(np.quantile(measured, tail, method="lower")) - centre
+        high = float(np.quantile(measured, 1 - tail, method="higher")) - centre
+        return values, [Interval(None, None, None, {}) if v is None else
+                        Interval(*clip(_shifted(v, low), _shifted(v, high), self.c.bounds), None, {}) for v in values]
+
+
+def _shifted(value: float, by: float) -> float:
+    """value + by, where an infinite (censored) value stays infinite and an infinite shift reaches infinity."""
+    return value if math.isinf(value) else value + by if not math.isnan(by) else math.inf
+
+
+def seeds_needed(c: Criterion, measurement: Measurement, interval: Interval) -> Plan:
+    """The seeds per group an inconclusive criterion would need, from more than it has now (the most units of
+    a group that moves its quantity) and never fewer than its method can decide with: a share by its exact
+    binomial power at the measured share, up to SHARE_LIMIT; every other kind by runs drawn from this run's
+    units (`_Resampled`), up to AFFORDABLE_SEEDS (a step statistic up to STEP_PLAN_GROWTH times its seeds)."""
+    value, cfg = measurement.measured[c.quantity], measurement.cfg
+    if value is None or not interval.units or c.margin(value) == 0:
+        return Plan(None, EXACT if c.kind == SHARE else RESAMPLED)
+    start = max(max(interval.units.values()) + 1, smallest_decisive_units(c.kind, cfg.confidence))
+    if c.kind == SHARE:
+        found = _fewest(lambda m: _share_power(c, value, m, cfg.confidence) >= POWER, start, SHARE_LIMIT)
+        return Plan(found, EXACT, None if found is None else _share_power(c, value, found, cfg.confidence), 0.0,
+                    searched=SHARE_LIMIT)
+    runs = _Resampled(c, measurement, sorted(interval.units))
+    if not runs.plannable():
+        return Plan(None, RESAMPLED)
+    limit = min(AFFORDABLE_SEEDS, STEP_PLAN_GROWTH * (start - 1)) if c.kind == STEP else AFFORDABLE_SEEDS
+    powers: dict[int, float] = {}
+    found = _fewest(lambda m: powers.setdefault(m, runs.power(m)) >= POWER, start, max(limit, start))
+    if found is None:
+        return Plan(None, RESAMPLED, runs=runs.runs, searched=limit)
+    power = powers[found]
+    return Plan(found, RESAMPLED, power, math.sqrt(power * (1 - power) / runs.runs), runs.runs, limit)
 
 
 def claim_verdict(verdicts: Sequence[str], conditions: Sequence[str] = ()) -> str:
@@ -263,16 +426,17 @@ def claim_verdict(verdicts: Sequence[str], conditions: Sequence[str] = ()) -> st
     return HOLDS if all(v == HOLDS for v in verdicts) else INCONCLUSIVE
 
 
-def _checks(criteria: Sequence[Criterion], measured: Measured, found: dict[str, Interval], cfg: IntervalSettings
+def _checks(criteria: Sequence[Criterion], measurement: Measurement, found: dict[str, Interval]
             ) -> dict[str, dict[str, Any]]:
-    checks = {}
+    checks, cfg = {}, measurement.cfg
     for c in criteria:
-        interval, value = found[c.quantity], measured[c.quantity]
+        interval, value = found[c.quantity], measurement.measured[c.quantity]
         verdict = decide(c, value, interval, cfg)
         check = {"quantity": c.quantity, "threshold": f"{c.op} {c.threshold:g}", "source": c.source,
                  "kind": c.kind, "method": method_name(c.kind, interval), "interval": [interval.low, interval.high],
                  "coverage": interval.coverage, "units": interval.units, "df": interval.df,
-                 "margin": c.margin(value), "verdict": verdict}
+                 "margin": c.margin(value), "verdict": verdict,
+                 "assumption": METHODS[c.kind].check(c, measurement)}
         if interval.p_values is not None:
             check["p_values"] = {"greater": interval.p_values[0], "smaller": interval.p_values[1]}
         if c.kind == STEP:
@@ -282,16 +446,17 @@ def _checks(criteria: Sequence[Criterion], measured: Measured, found: dict[str, 
             if verdict == FAILS and c.negligible(interval.ends):
                 check["reason"] = f"the effect, if any, is smaller than {c.smallest_effect:g}"
         if verdict == INCONCLUSIVE:
-            check["seeds_needed"] = seeds_needed(c, value, interval, cfg.confidence)
+            plan = seeds_needed(c, measurement, interval)
+            check["seeds_needed"], check["plan"] = plan.seeds, plan.record()
         checks[str(c)] = check
     return checks
 
 
 def _judge(claim: Claim, samples: Samples, cfg: IntervalSettings, setting: str = "") -> dict[str, Any]:
-    measured = claim.statistics(samples)
-    found = intervals(claim, samples, cfg, setting)
-    criteria = _checks(claim.criteria, measured, found, cfg)
-    conditions = _checks(claim.conditions, measured, found, cfg)
+    measurement = _measurement(claim, samples, cfg, setting)
+    measured, found = measurement.measured, _intervals(claim, measurement)
+    criteria = _checks(claim.criteria, measurement, found)
+    conditions = _checks(claim.conditions, measurement, found)
     verdict = claim_verdict([c["verdict"] for c in criteria.values()], [c["verdict"] for c in conditions.values()])
     return {"measured": measured, "criteria": criteria, "conditions": conditions, "verdict": verdict,
             "units": {group: len(units) for group, units in samples.items()}}

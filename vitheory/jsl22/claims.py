@@ -77,7 +77,11 @@ def _jsl3_regime(params: Any) -> str:
             "teacher; C heads can. The claim counts only once the student fits its training labels, and once "
             "the same student, trained the same way on Assumption-1 data of the control's size (the same D, C, d, "
             f"partition and sample sizes; q = {params.generate.spatial.q}, noise variance "
-            f"{params.generate.spatial.noise_scale} / d), shows association there (the conditions).")
+            f"{params.generate.spatial.noise_scale} / d), shows association there (the conditions). A student whose "
+            f"training error stays above {STALLED_TRAIN_ERROR:.0%} stalled (its optimisation did not converge, not "
+            "noise in the claim): `vit_stalled_seeds` is their share, `vit_converged_test_error` the others' median "
+            "test error; stalls near the 10% bar move the test-error criteria's intervals across it, and the seed "
+            "plan counts them as they are.")
 
 
 def _jsl4_regime(params: Any) -> str:
@@ -203,11 +207,19 @@ def _jsl3_samples(root: Path) -> Samples:
             SETTINGS_GROUP: [{"control": metrics["chance"], "positive": positive["chance"]}]}
 
 
+# ours: the control's labels are noiseless (the teacher's sign), and a student that converges fits them to about
+# 1%; one left above 5%, half Fig. 2's 10% test-error bar, stalled: its optimisation did not converge
+STALLED_TRAIN_ERROR = 0.05
+
+
 def _jsl3_statistics(samples: Samples) -> Measured:
     """Association of the positional encodings' Gram matrix P P^T (what [JSL22] Fig. 2 shows) against chance,
     on the control and on the Assumption-1 data where it is present; the attention map the student uses
-    beside it."""
+    beside it. Described beside them: the share of students that stalled (training error above
+    STALLED_TRAIN_ERROR), whose test error sits near the criterion's 10% and moves its median's interval
+    across it, and the median test error of those that did not (None: all stalled)."""
     chance = samples[SETTINGS_GROUP][0]
+    converged = [unit["error_rate"] for unit in samples["vit"] if unit["train_error_rate"] <= STALLED_TRAIN_ERROR]
     vit, glm = _median(samples, "vit", "error_rate"), _median(samples, "glm", "error_rate")
     exact, positive = _median(samples, "vit", "pos_exact"), _median(samples, "positive", "pos_exact")
     return {"vit_test_error": vit, "glm_test_error": glm, "vit_minus_glm_test_error": vit - glm,
@@ -221,7 +233,9 @@ def _jsl3_statistics(samples: Samples) -> Measured:
             "positive_control_attention_exact_minus_chance":
                 _median(samples, "positive", "attn_exact") - chance["positive"]["exact"],
             "positive_control_test_error": _median(samples, "positive", "error_rate"),
-            "vit_train_error": _median(samples, "vit", "train_error_rate")}
+            "vit_train_error": _median(samples, "vit", "train_error_rate"),
+            "vit_stalled_seeds": (len(samples["vit"]) - len(converged)) / len(samples["vit"]),
+            "vit_converged_test_error": statistics.median(converged) if converged else None}
 
 
 def _jsl4_samples(root: Path) -> Samples:
@@ -413,7 +427,9 @@ PAPER = Paper(
                     "of patches whose Top_C on the positional encodings' Gram matrix P P^T (what [JSL22] Fig. 2 "
                     "shows) equals their teacher set (minus chance); the head-averaged attention map's association "
                     "and the Top_C overlap beside it; the same ViT trained the same way on Assumption-1 data of the "
-                    "control's size, where association is present, as the measure's positive control"),
+                    "control's size, where association is present, as the measure's positive control; described: "
+                    "the share of students that stalled (training error above 5%) and the median test error of "
+                    "those that did not"),
             criteria=(Criterion("vit_test_error", "<=", 0.10,
                                 ("paper: [JSL22] Fig. 2: the ViT's test error on the convolution-labelled Gaussian "
                                  "data falls below 10% within 1000 GD steps"), MEDIAN, group="vit", bounds=(0.0, 1.0)),
