@@ -8,7 +8,7 @@ import sys
 import tarfile
 
 import pytest
-from test_pipeline import _dvc, _run
+from test_pipeline import _dvc, _run, fresh_clone, run_and_commit
 
 from vitheory import bundle
 from vitheory.bundle import UNPACKED, checksum_path, pack
@@ -28,19 +28,13 @@ def built(tmp_path_factory):
     """The pipeline, run and committed (its DVC cache holds data/ and model.bin)."""
     repo = tmp_path_factory.mktemp("built")
     (repo / "dvc.yaml").write_text(PIPELINE)
-    _run(["git", "init", "-q"], repo)
-    _dvc("init", "-q", cwd=repo)
-    _dvc("repro", "-q", cwd=repo)
-    _run(["git", "add", "-A"], repo)
-    _run(["git", "commit", "-qm", "run"], repo)
-    return repo
+    return run_and_commit(repo)
 
 
 @pytest.fixture
 def clone(built, tmp_path):
     """A fresh clone: what git holds, no DVC cache."""
-    _run(["git", "clone", "-q", str(built), str(tmp_path / "clone")], tmp_path)
-    return tmp_path / "clone"
+    return fresh_clone(built, tmp_path)
 
 
 def _main(root, monkeypatch, capsys, *args):

@@ -167,6 +167,23 @@ def _dvc(*args, cwd, check=True):
     return _run([sys.executable, "-m", "dvc", *args], cwd, check)
 
 
+def run_and_commit(repo: Path) -> Path:
+    """`repo`'s files as a git and DVC repository, its pipeline run and the results committed (the DVC cache
+    holds its cached outputs): the small repositories the verify and bundle tests build."""
+    _run(["git", "init", "-q"], repo)
+    _dvc("init", "-q", cwd=repo)
+    _dvc("repro", "-q", cwd=repo)
+    _run(["git", "add", "-A"], repo)
+    _run(["git", "commit", "-qm", "run"], repo)
+    return repo
+
+
+def fresh_clone(repo: Path, into: Path) -> Path:
+    """A fresh clone of `repo`: what git holds, no DVC cache."""
+    _run(["git", "clone", "-q", str(repo), str(into / "clone")], into)
+    return into / "clone"
+
+
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     """A committed copy of the repository (files git tracks or would), tiny params, after `dvc repro`."""

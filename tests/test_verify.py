@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 from conftest import ROOT
-from test_pipeline import _dvc, _run
+from test_pipeline import fresh_clone, run_and_commit
 
 from vitheory import verify
 from vitheory.core.artifacts import read_json
@@ -55,19 +55,13 @@ def built(tmp_path_factory):
     (repo / "reports/metrics").mkdir(parents=True)
     (repo / "reports/claims.json").write_text('{"claims": []}\n')
     shutil.copy(ROOT / "params.yaml", repo)
-    _run(["git", "init", "-q"], repo)
-    _dvc("init", "-q", cwd=repo)
-    _dvc("repro", "-q", cwd=repo)
-    _run(["git", "add", "-A"], repo)
-    _run(["git", "commit", "-qm", "run"], repo)
-    return repo
+    return run_and_commit(repo)
 
 
 @pytest.fixture
 def clone(built, tmp_path):
     """A fresh clone: what git holds, no DVC cache."""
-    _run(["git", "clone", "-q", str(built), str(tmp_path / "clone")], tmp_path)
-    return tmp_path / "clone"
+    return fresh_clone(built, tmp_path)
 
 
 def _main(repo, monkeypatch, capsys, *args):

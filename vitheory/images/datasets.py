@@ -80,11 +80,8 @@ class Dataset:
 
 
 def md5(path: Path) -> str:
-    digest = hashlib.md5()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "md5").hexdigest()
 
 
 def fetch(name: str, root: Path, sources: Sequence[Source]) -> list[Path]:
