@@ -129,8 +129,7 @@ def test_a_planted_inconclusive_point_is_not_read_as_a_flip():
     rows = _atlas({0.1: HOLDS, 0.15: INCONCLUSIVE, 0.2: HOLDS, 0.3: HOLDS})
     said = where_lines(rows)["LI-X"]
     assert said[0] == f"`{KNOB}`: everywhere (inconclusive at 0.15: not read as a flip)"
-    assert said[1:] == [f"at `{KNOB}` = 0.15, `q > 0`: about 12 seeds per group would decide it at the measured "
-                        "effect and spread"]
+    assert said[1:] == [f"at `{KNOB}` = 0.15, `q > 0`: about 12 seeds per group would decide it"]
 
 
 def test_the_figure_draws_every_claim_at_every_point(tmp_path):

@@ -116,10 +116,26 @@ def experiment_command(preset: Path, params_path: Path = DEFAULT_PATH) -> str:
     and the committed reports stay as they are."""
     overrides = yaml.safe_load(preset.read_text()) or {}
     parse_params(merge(yaml.safe_load(params_path.read_text()), overrides))
+    dotted = [key for key in leaves(overrides) if key.count(".") != len(_path(overrides, key)) - 1]
+    if dotted:  # DVC's -S reads every dot as a level: such a key cannot be set by an experiment
+        raise ParamsError(f"{preset.name} sets {dotted[0]}, whose YAML key holds a dot, which `dvc exp run -S` cannot "
+                          f"address; apply it instead: python -m vitheory.preset {preset.stem}")
     settings = [f"{key}={json.dumps(value) if isinstance(value, (list, bool)) else value}"
                 for key, value in leaves(overrides).items()]
     return shlex.join(["dvc", "exp", "run", "--queue", "--name", preset.stem,
                        *(arg for setting in settings for arg in ("-S", setting))])
+
+
+def _path(tree: dict[str, Any], dotted: str) -> list[str]:
+    """The YAML keys on the way to the leaf `leaves(tree)` names `dotted` (a key may itself hold dots)."""
+    for key, value in tree.items():
+        if dotted == key:
+            return [key]
+        if isinstance(value, dict) and dotted.startswith(f"{key}."):
+            below = _path(value, dotted[len(key) + 1:])
+            if below:
+                return [key, *below]
+    return []
 
 
 def _keys(tree: dict[str, Any], into: dict[str, Any]) -> dict[str, Any]:

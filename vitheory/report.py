@@ -81,12 +81,13 @@ def power_line(criterion: str, check: dict[str, Any]) -> str | None:
     if needed is None:
         return (f"`{criterion}`: no number of seeds can be planned from this run (its value sits on the threshold, "
                 "as a step statistic's can, or it has no spread, or it could not be measured)")
-    how = (f"{plan['by']}: power {plan['power']:.2f}" + ("" if not plan["monte_carlo_error"] else
-           f", Monte Carlo standard error {plan['monte_carlo_error']:.2f} over {plan['runs']} runs"))
+    # a record made before plans were kept (issue 53) has the count alone
+    how = "" if not plan else (f"{plan['by']}: power {plan['power']:.2f}" + ("" if not plan["monte_carlo_error"] else
+                               f", Monte Carlo standard error {plan['monte_carlo_error']:.2f} over {plan['runs']} runs"))
     if needed > AFFORDABLE_SEEDS:
         return (f"`{criterion}`: more than {AFFORDABLE_SEEDS:,} seeds per group: the measured effect is too small "
-                f"against its spread to decide at any affordable count (about {needed:,}; {how})")
-    return f"`{criterion}`: about {needed} seeds per group would decide it ({how})"
+                f"against its spread to decide at any affordable count (about {needed:,}{'; ' + how if how else ''})")
+    return f"`{criterion}`: about {needed} seeds per group would decide it{f' ({how})' if how else ''}"
 
 
 def within_spread(check: dict[str, Any]) -> bool:
