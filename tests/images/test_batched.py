@@ -118,3 +118,14 @@ def test_a_killed_batched_run_resumes_batched_or_alone(tmp_path, monkeypatch):
         assert whole.log == again.log and whole.final == again.final
     _assert_close(resumed[-1], uninterrupted[-1])
     _assert_close(alone_from_batched_state, uninterrupted[0])
+
+
+def test_the_batched_evaluation_counts_a_seed_with_nan_outputs_wrong():
+    """A diverged seed's NaN logits are no prediction (issue 53), here as in the per-seed evaluate."""
+    tasks = _tasks("vit", epochs=1)[:2]
+    fit = BatchedFit(tasks, [None, None], torch.device("cpu"))
+    with torch.no_grad():
+        next(iter(fit.ensemble.params.values()))[1].fill_(float("nan"))  # the second seed's weights only
+    metrics = fit.evaluate()
+    assert all(split["accuracy"] == 0.0 for split in metrics[1].values())
+    assert all(split["accuracy"] > 0.0 for split in metrics[0].values())

@@ -30,6 +30,7 @@ from tqdm import tqdm
 from vitheory.core.device import seeded
 from vitheory.core.ensemble import Ensemble
 from vitheory.core.errors import TrainingDiverged
+from vitheory.core.metrics import class_mistakes
 from vitheory.core.resume import RunState
 from vitheory.images.recipe import (FitResult, FitTask, apply_augmentation, draw_augmentation, permute_pixels,
                                     warmup_cosine)
@@ -193,7 +194,7 @@ class BatchedFit:
                 part = slice(start, start + batch_size)
                 logits = self.ensemble(x[part][None].expand(seeds, *x[part].shape))  # one input, read once
                 loss = [a + b for a, b in zip(loss, summed(logits, y[part]).tolist())]
-                correct = [a + b for a, b in zip(correct, (logits.argmax(-1) == y[part]).sum(1).tolist())]
+                correct = [a + b for a, b in zip(correct, (~class_mistakes(logits, y[part])).sum(1).tolist())]
             for i in range(seeds):
                 metrics[i][name] = {"loss": loss[i] / len(y), "accuracy": correct[i] / len(y)}
         return metrics
