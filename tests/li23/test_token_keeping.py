@@ -196,7 +196,8 @@ def test_spurious_runs_name_every_experiment_and_drop_one_token():
     torch.manual_seed(1)  # the markers follow marker_seed alone, not the global generator
     assert run() == rows
     assert [r[:5] for r in rows] == [(experiment, strategy, kept, seed, 0) for seed in (0, 1) for experiment, strategy, kept in
-                                     [("spurious_clean", "all", 16), ("spurious_decorrelated", "all", 16),
+                                     [("spurious_clean", "all", 16), ("spurious_correlated", "all", 16),
+                                      ("spurious_decorrelated", "all", 16),
                                       ("spurious_decorrelated", "oracle", 15), ("spurious_decorrelated", "attention", 15)]]
     assert all(0 <= r[5] <= 1 for r in rows)
 
@@ -225,13 +226,16 @@ def test_spurious_markers_follow_the_class_in_training_and_a_random_class_in_tes
     n, classes, patch = 600, 4, 2
     y = {"train": torch.arange(classes).repeat(n // classes), "test": torch.arange(classes).repeat(n // classes)}
     x = {split: torch.zeros(n, 1, 8, 8) for split in y}
-    train, test, marker_patch = spurious_data(x, y, patches=16, patch=2, correlation=0.9, marker_value=5.0,
+    train, correlated, test, marker_patch = spurious_data(x, y, patches=16, patch=2, correlation=0.9, marker_value=5.0,
                                               marker_seed=0, n_classes=classes)
     positions = marker_positions(16, classes, 0)
-    marked = {split: patchify(images, patch).sum(-1).argmax(1) for split, images in (("train", train), ("test", test))}
-    own = {split: (marked[split] == positions[y[split]]).float().mean().item() for split in y}
+    marked = {split: patchify(images, patch).sum(-1).argmax(1)
+              for split, images in (("train", train), ("test", test), ("correlated", correlated))}
+    labels = y | {"correlated": y["test"]}
+    own = {split: (marked[split] == positions[labels[split]]).float().mean().item() for split in marked}
     assert 0.88 < own["train"] < 0.97  # 0.9 plus a quarter of the random tenth
     assert 0.18 < own["test"] < 0.32  # chance, a quarter: the class no longer predicts the marker
+    assert own["correlated"] == 1.0  # every test image its own class's marker
     assert torch.equal(marked["test"], marker_patch)  # the oracle removes the patch that carries it
 
 
@@ -283,7 +287,8 @@ def test_uncorrelated_markers_name_every_class_alike_and_follow_their_generator(
 
 def test_spurious_runs_test_without_the_marker_patch_and_without_the_most_attended_patch(monkeypatch):
     """Black images but for the marker: the oracle's rows drop each image's brightest patch (its marker),
-    attention's drop the patch the trained model attends to most; the others keep every patch."""
+    attention's drop the patch the trained model attends to most; the others keep every patch, and the
+    correlated images carry each image's own class's marker."""
     seen = []
 
     def recording(model, images, labels, keep=None):
@@ -296,9 +301,11 @@ def test_spurious_runs_test_without_the_marker_patch_and_without_the_most_attend
     x = {split: torch.zeros(len(labels), 1, 8, 8) for split, labels in y.items()}
     rows = spurious_runs(_tiny_vit, x, y, TRAIN, seeds=1, epochs=1, correlation=0.5, marker_value=5.0, marker_seed=0,
                          n_classes=3)
-    assert [r[1] for r in rows] == ["all", "all", "oracle", "attention"] and len(seen) == 4
-    (_, clean, keep_clean), (_, _, keep_all), (_, marked, oracle), (model, _, attention) = seen
-    assert keep_clean is None and keep_all is None and clean.eq(0).all()
+    assert [r[1] for r in rows] == ["all", "all", "all", "oracle", "attention"] and len(seen) == 5
+    (_, clean, keep_clean), (_, correlated, keep_own), (_, _, keep_all), (_, marked, oracle), (model, _, attention) = seen
+    assert keep_clean is None and keep_own is None and keep_all is None and clean.eq(0).all()
+    own_marker = patchify(correlated, 2).sum(-1).argmax(1)
+    assert torch.equal(own_marker, marker_positions(16, 3, 0)[y["test"]])
     marker = patchify(marked, 2).sum(-1).argmax(1)
     assert torch.equal(oracle, without_token(64, 16, marker))
     assert torch.equal(attention, without_token(64, 16, token_scores(model, marked).argmax(1)))

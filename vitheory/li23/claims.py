@@ -231,10 +231,13 @@ def _li5_statistics(samples: Samples) -> Measured:
                  "best_attention_minus_lowest": measured[f"finetuned_attention_{best}"] - measured[f"finetuned_lowest_{best}"]}
     decorrelated = {strategy: mean("spurious_decorrelated", strategy, patches - (strategy != "all"), 0)
                     for strategy in ("all", "oracle", "attention")}
-    clean = mean("spurious_clean", "all", patches, 0)
-    # what a random class's marker costs the marker-trained ViT: near 0, it never learned the shortcut
-    # and removing the marker's token has nothing to show
-    return measured | {"spurious_clean": clean, "spurious_marker_cost": clean - decorrelated["all"],
+    clean, correlated = mean("spurious_clean", "all", patches, 0), mean("spurious_correlated", "all", patches, 0)
+    # what a random class's marker costs against its own class's, on the same images and model: near 0,
+    # it never learned the shortcut and removing the marker's token has nothing to show. (Against clean
+    # images, never seen without a marker, the cost mixed the shortcut with that shift: 0.048 in the
+    # run of issue 53, undecidable against the 5-point gate.)
+    return measured | {"spurious_clean": clean, "spurious_correlated": correlated,
+                       "spurious_marker_cost": correlated - decorrelated["all"],
                        **{f"spurious_decorrelated_{s}": v for s, v in decorrelated.items()},
                        "spurious_oracle_removal_gain": decorrelated["oracle"] - decorrelated["all"],
                        "spurious_attention_removal_gain": decorrelated["attention"] - decorrelated["all"]}
@@ -264,7 +267,8 @@ def _li5_regime(params: Any) -> str:
         f" Kept tokens {list(sparse.keep_tokens)}; fine-tune {sparse.finetune_epochs} "
         f"epochs at lr {sparse.finetune_lr}; spurious marker: a class-specific patch set to "
         f"the brightest value on a share {sparse.spurious.correlation} of training images "
-        f"({sparse.spurious.epochs} epochs), tested on images whose marker is a random class's.")
+        f"({sparse.spurious.epochs} epochs), tested on images whose marker is a random class's and, for "
+        f"the shortcut's cost, their own class's.")
 
 
 PAPER = Paper(
@@ -390,8 +394,9 @@ PAPER = Paper(
                     "tokens, and against random and least attended tokens at that k; and of a ViT trained with a "
                     "class-correlated marker patch, on test images whose marker is a random class's, with its most "
                     "attended token removed (a ViT that learned the shortcut attends most to its marker, so attention "
-                    "finds the spurious token; the marker's token removed by an oracle: a reference), once the "
-                    "marker costs that ViT accuracy (it learned the shortcut); mean over seeds"),
+                    "finds the spurious token; the marker's token removed by an oracle: a reference), once a "
+                    "random class's marker costs that ViT accuracy against its own class's marker (it learned the "
+                    "shortcut); mean over seeds"),
             criteria=(Criterion("best_attention_minus_full", ">=", -0.02,
                                 ("ours: the 2-point margin: [LI23]'s abstract says 'a proper token sparsification "
                                  "can improve the test performance'; 'keeps' read as losing at most 2 points, about "
@@ -408,8 +413,9 @@ PAPER = Paper(
                                 PAIRED, group="seeds")),
             # a ViT that never learned the shortcut has no spurious token for attention to find
             conditions=(Criterion("spurious_marker_cost", ">=", 0.05,
-                                  ("ours: the shortcut was learned: a random class's marker costs the marker-trained "
-                                   "ViT at least 5 points, or removing it has nothing to show"), MEAN,
+                                  ("ours: the shortcut was learned: on the same test images, a random class's marker "
+                                   "costs the marker-trained ViT at least 5 points against its own class's, or "
+                                   "removing it has nothing to show"), MEAN,
                                   bounds=(-1.0, 1.0)),),
             evidence=(figure_path(figures.SPARSIFY_REAL), artifact("sparsify_real_runs"),
                       artifact("sparsify_real_metrics")),

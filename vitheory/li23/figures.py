@@ -155,10 +155,13 @@ def sparsify_real_figure(runs: pd.DataFrame) -> plt.Figure:
     spurious = runs[runs.experiment != "natural"].copy()
     spurious["tokens"] = spurious.strategy.map({"all": "all tokens", "oracle": "marker's token removed",
                                                 "attention": "most attended token removed"})
-    sns.barplot(data=spurious, x="experiment", y="test_accuracy", hue="tokens", errorbar=("pi", 100), ax=axes[2])
+    test_images = {"spurious_clean": "no marker", "spurious_correlated": "its own class's marker",
+                   "spurious_decorrelated": "a random class's marker"}
+    sns.barplot(data=spurious, x="experiment", y="test_accuracy", hue="tokens", order=list(test_images),
+                errorbar=("pi", 100), ax=axes[2])
     axes[2].set(xlabel="", ylabel="test accuracy", ylim=(0, 1.02),
                 title="ViT trained with a class-correlated marker patch")
-    axes[2].set_xticks(axes[2].get_xticks(), ["no marker", "a random class's marker"])
+    axes[2].set_xticks(axes[2].get_xticks(), list(test_images.values()))
     return fig
 
 

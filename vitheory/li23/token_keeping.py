@@ -104,17 +104,18 @@ def without_token(n_images: int, patches: int, dropped: torch.Tensor) -> torch.T
 
 def spurious_data(x: dict[str, torch.Tensor], y: dict[str, torch.Tensor], *, patches: int, patch: int,
                   correlation: float, marker_value: float, marker_seed: int, n_classes: int
-                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The training images, whose marker follows the class with probability `correlation`; the test images,
-    each with a random class's marker (decorrelated); and each test image's marker patch. The markers
-    follow `marker_seed` alone."""
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The training images, whose marker follows the class with probability `correlation`; the test images
+    with their own class's marker (correlated) and with a random class's marker (decorrelated); and each
+    decorrelated test image's marker patch. The markers follow `marker_seed` alone."""
     positions = marker_positions(patches, n_classes, marker_seed)
     generator = torch.Generator().manual_seed(marker_seed)
     train = add_marker(x["train"], marker_classes(y["train"], correlation, n_classes, generator), positions, patch,
                        marker_value)
     test_markers = marker_classes(y["test"], 0.0, n_classes, generator)
     decorrelated = add_marker(x["test"], test_markers, positions, patch, marker_value)
-    return train, decorrelated, positions.to(test_markers.device)[test_markers]
+    correlated = add_marker(x["test"], y["test"], positions, patch, marker_value)
+    return train, correlated, decorrelated, positions.to(test_markers.device)[test_markers]
 
 
 def spurious_runs(build: Callable[[], SmallViT], x: dict[str, torch.Tensor], y: dict[str, torch.Tensor],
@@ -123,11 +124,12 @@ def spurious_runs(build: Callable[[], SmallViT], x: dict[str, torch.Tensor], y: 
     """Train on images whose marker patch follows the class with probability `correlation` (a spurious
     feature), then test on images that carry a random class's marker (decorrelated): with all tokens,
     with the marker's token removed (an oracle that knows where it is), and with the single most
-    attended token removed (what attention finds); and on clean test images (no marker) for reference.
+    attended token removed (what attention finds); on images that carry their own class's marker (the
+    shortcut's gain: what decorrelating costs); and on clean test images (no marker) for reference.
     Rows: (experiment, strategy, kept, seed, finetuned, accuracy)."""
     shape = build()  # only its patch grid is read
     patches = shape.n_patches
-    train, decorrelated, marker_patch = spurious_data(x, y, patches=patches, patch=shape.patch, correlation=correlation,
+    train, correlated, decorrelated, marker_patch = spurious_data(x, y, patches=patches, patch=shape.patch, correlation=correlation,
                                                       marker_value=marker_value, marker_seed=marker_seed,
                                                       n_classes=n_classes)
     oracle = without_token(len(decorrelated), patches, marker_patch)
@@ -137,6 +139,7 @@ def spurious_runs(build: Callable[[], SmallViT], x: dict[str, torch.Tensor], y: 
         fit(model, train, y["train"], cfg, epochs=epochs, seed=seed, progress=False)
         most_attended = without_token(len(decorrelated), patches, token_scores(model, decorrelated).argmax(dim=1))
         rows += [("spurious_clean", "all", patches, seed, 0, evaluate(model, x["test"], y["test"])["accuracy"]),
+                 ("spurious_correlated", "all", patches, seed, 0, evaluate(model, correlated, y["test"])["accuracy"]),
                  ("spurious_decorrelated", "all", patches, seed, 0, evaluate(model, decorrelated, y["test"])["accuracy"]),
                  ("spurious_decorrelated", "oracle", patches - 1, seed, 0,
                   evaluate(model, decorrelated, y["test"], keep=oracle)["accuracy"]),
