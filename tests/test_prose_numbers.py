@@ -86,7 +86,9 @@ def _forms(seconds: float, rounded: bool) -> set[str]:
     """How the docs write a recorded time: in seconds, or (`rounded`) as a duration or whole minutes."""
     minutes = round(seconds / 60)
     exact = {f"{seconds:,.0f} s", f"{seconds:,.1f} s"}
-    return exact | {duration(seconds), f"~{minutes} min", f"about {minutes} minutes", f"{minutes} min"} if rounded else exact
+    if not rounded:
+        return exact
+    return exact | {duration(seconds), f"~{minutes} min", f"about {minutes} minutes", f"{minutes} min"}
 
 
 def recorded_forms(root: Path) -> set[str]:
@@ -222,7 +224,8 @@ def test_counts_and_bold_verdicts_of_the_committed_run_match_its_records():
     problems = [problem for _, some in found for problem in some]
     assert not problems, "\n" + "\n".join(problems)
     flipped = {claim: "holds" for claim in verdicts}
-    drifted_text = f"Inconclusive now: 6 of the run's {len(verdicts)} claims.\n\n- **{next(iter(verdicts))} holds -> inconclusive.**"
+    drifted_text = (f"Inconclusive now: 6 of the run's {len(verdicts)} claims.\n\n"
+                    f"- **{next(iter(verdicts))} holds -> inconclusive.**")
     assert len(verdict_problems("X.md", drifted_text, flipped)[1]) == 2
 
 
