@@ -4,6 +4,7 @@ reviewer's guide whose claim map and verdicts follow the paper table and the com
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 from vitheory import reviewing
@@ -59,7 +60,7 @@ def test_the_check_fails_when_a_claim_loses_its_row(tmp_path, monkeypatch, capsy
     guide = tmp_path / reviewing.GUIDE
     guide.parent.mkdir()
     guide.write_text(text.replace(row + "\n", ""))
-    for name in ("CITATION.cff", "pyproject.toml", "reports", "README.md"):
+    for name in ("CITATION.cff", "pyproject.toml", "reports", "README.md", "docs/measured.yaml"):
         (tmp_path / name).symlink_to(ROOT / name)
     monkeypatch.setattr(reviewing, "ROOT", tmp_path)
     assert reviewing.main(["--check"]) == 1
@@ -161,3 +162,16 @@ def test_the_check_fails_when_the_readme_loses_a_claims_code_row(tmp_path, monke
     assert reviewing.main(["--check"]) == 1
     assert capsys.readouterr().err.splitlines() == [
         "README.md: the claim-code block is stale; run `python -m vitheory.reviewing`"]
+
+
+def test_the_cost_table_quotes_the_guides_total_and_every_measurement_with_its_commit():
+    guide = (ROOT / reviewing.GUIDE).read_text()
+    total = reviewing.run_total(guide)
+    measured = reviewing.load_measured((ROOT / reviewing.MEASURED).read_text())
+    rows = reviewing.cost_table(guide, measured).splitlines()[2:]
+    assert len(rows) == len(measured) + 1 and f"({total.seconds:,.0f} s;" in rows[0]
+    assert total.seconds == pytest.approx(sum(reviewing.logged_seconds(guide).values()), abs=0.05 * total.runs)
+    for row, measurement in zip(rows[1:], measured):
+        assert row.startswith(f"| `{measurement.command}` | {reviewing.duration(measurement.seconds)} | "
+                              f"at {measurement.commit}, {measurement.date}, {measurement.machine};")
+    assert reviewing.cost_table("no stage-times block", measured).splitlines()[2:] == rows[1:]

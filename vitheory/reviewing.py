@@ -7,7 +7,8 @@ reports/verdicts.json), and the time each stage took in the last run on this mac
 stage logs of its own run, reports/timings: dvc.lock keeps no times). The README's: the committed
 run's results, claim by claim (from reports/claims.json), and where each claim's code lives (its
 stages, the modules of the science they and its check call, and their tests; from the paper table,
-dvc.yaml and the imports).
+dvc.yaml and the imports), and the first screen's cost of each command (from docs/measured.yaml and the
+guide's stage times).
 
     python -m vitheory.reviewing           # rewrite the blocks (the times only if a run logged them)
     python -m vitheory.reviewing --check   # exit 1 if a generated block is stale, or CITATION.cff
@@ -24,6 +25,7 @@ import re
 import sys
 import tomllib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -33,6 +35,7 @@ from vitheory.core.artifacts import read_json
 from vitheory.core.cli import TIMINGS
 from vitheory.core.paths import ROOT, outputs, stages
 from vitheory.core.paths import artifact
+from vitheory.measured import MEASURED, Measurement, duration, load_measured
 from vitheory.papers import PAPERS
 from vitheory.pipeline import direct_imports, stage_script
 from vitheory.report import fmt, interval_text
@@ -264,6 +267,51 @@ def logged_seconds(guide_text: str) -> dict[str, float]:
             if len(row) == 4 and row[0].startswith("| `")}
 
 
+TOTAL_ROW = re.compile(r"\| \*\*all (?P<runs>\d+) stage runs\*\* \| \*\*(?P<seconds>[\d,.]+)\*\* \| "
+                       r"(?P<bounds>\d+) of them upper bounds \| on (?P<cores>.+) cores \|")
+
+
+@dataclass(frozen=True)
+class RunTotal:
+    """The total row of the guide's stage-times table, and when its last stage finished."""
+    runs: int
+    seconds: float
+    bounds: int  # how many of the stage times are upper bounds (loaded cores)
+    cores: str
+    finished: str  # the last stage's finishing time, UTC
+
+
+def run_total(guide_text: str) -> RunTotal | None:
+    """The stage-times table's total; None when the guide has no such table."""
+    table = blocks(guide_text).get("stage-times", "")
+    total = TOTAL_ROW.search(table)
+    if total is None:
+        return None
+    finished = max(row.split(" | ")[3].strip(" |") for row in table.splitlines()
+                   if row.startswith("| `") and len(row.split(" | ")) == 4)
+    return RunTotal(int(total["runs"]), float(total["seconds"].replace(",", "")), int(total["bounds"]),
+                    total["cores"], finished)
+
+
+def _cost_row(measurement: Measurement) -> str:
+    return (f"| `{measurement.command}` | {duration(measurement.seconds)} | at {measurement.commit}, "
+            f"{measurement.date}, {measurement.machine}; load: {measurement.load}; {measurement.note} |")
+
+
+def cost_table(guide_text: str, measured: list[Measurement]) -> str:
+    """The README's first-screen cost of each command: the default run's stage times (the guide's table,
+    the run's finishing day and how many of them are upper bounds), then every docs/measured.yaml entry."""
+    lines = ["| command | wall clock | measured |", "| --- | --- | --- |"]
+    total = run_total(guide_text)
+    if total is not None:
+        bound = "an upper bound" if total.bounds else "idle cores"
+        lines.append(f"| `dvc repro -f`, the default run | {duration(total.seconds)} of stage time "
+                     f"({total.seconds:,.0f} s; {total.bounds} of {total.runs} stage times on loaded cores: "
+                     f"{bound}) | finished {total.finished[:10]}, {total.cores} cores; per stage: "
+                     f"[`docs/REVIEWING.md`](docs/REVIEWING.md#expected-time-of-each-experiment) |")
+    return "\n".join(lines + [_cost_row(m) for m in measured]) + "\n"
+
+
 def blocks(text: str) -> dict[str, str]:
     """The generated blocks of the guide, by name."""
     return {match["name"]: match["body"] for match in BLOCK.finditer(text)}
@@ -274,10 +322,15 @@ def rewrite(text: str, generated: dict[str, str]) -> str:
     return BLOCK.sub(lambda m: m[1] + generated.get(m["name"], m["body"]) + m[4], text)
 
 
-def generated(root: Path) -> dict[Path, dict[str, str]]:
-    """Every generated block that must match the committed files, by document and name."""
+def generated(root: Path, times: str | None = None) -> dict[Path, dict[str, str]]:
+    """Every generated block that must match the committed files, by document and name; the README's costs
+    read the guide's stage times, or `times` when a run just logged new ones."""
+    guide = (root / GUIDE).read_text()
+    if times is not None:
+        guide = rewrite(guide, {"stage-times": times})
+    costs = cost_table(guide, load_measured((root / MEASURED).read_text()))
     return {GUIDE: {"claim-map": claim_map(), "verdicts": verdicts_table(root)},
-            README: {"results": results_table(root), "claim-code": claim_code()}}
+            README: {"costs": costs, "results": results_table(root), "claim-code": claim_code()}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -285,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true",
                         help="exit 1 if a generated block is stale or CITATION.cff does not match the project")
     args = parser.parse_args(argv)
-    documents = generated(ROOT)
+    times = None if args.check else stage_times(ROOT)
+    documents = generated(ROOT, times)
     if args.check:
         problems = [f"{document}: the {name} block is stale; run `python -m vitheory.reviewing`"
                     for document, bodies in documents.items()
@@ -294,7 +348,6 @@ def main(argv: list[str] | None = None) -> int:
         for problem in problems:
             print(problem, file=sys.stderr)
         return 1 if problems else 0
-    times = stage_times(ROOT)
     if times is not None:
         documents[GUIDE]["stage-times"] = times
     for document, bodies in documents.items():
