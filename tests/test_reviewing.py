@@ -74,7 +74,7 @@ def test_stage_times_take_each_stage_last_run(tmp_path):
         '{"finished": "2026-01-01T00:00:00+00:00", "seconds": 9.0, "argv": ["--model", "vit"]}\n'
         '{"finished": "2026-01-01T00:01:00+00:00", "seconds": 5.0, "stage": "train_real@vit-natural", "cores": 2}\n'
         '{"finished": "2026-01-01T00:02:00+00:00", "seconds": 7.5, "stage": "train_real@vit-natural", "cores": 2, '
-        '"load": {"start": 0.1, "mean": 1.9, "max": 2.2}}\n')
+        '"load": {"start": 0.1, "mean": 2.2, "max": 2.4}}\n')  # its own two workers, and a little
     (timings / "report.jsonl").write_text(
         '{"finished": "2026-01-01T00:03:00+00:00", "seconds": 1.0, "stage": "report", "cores": 2, '
         '"load": {"start": 3.0, "mean": 2.5, "max": 3.1}}\n')
@@ -82,7 +82,7 @@ def test_stage_times_take_each_stage_last_run(tmp_path):
         '{"finished": "2026-01-01T00:00:30+00:00", "seconds": 2.0, "stage": "generate", "cores": 2}\n')
     table = reviewing.stage_times(tmp_path).splitlines()
     assert table[2:] == ["| `generate` | 2.0 | not recorded: an upper bound | 2026-01-01T00:00:30+00:00 |",
-                         "| `train_real@vit-natural` | 7.5 | 0.10 / 1.90 / 2.20 | 2026-01-01T00:02:00+00:00 |",
+                         "| `train_real@vit-natural` | 7.5 | 0.10 / 2.20 / 2.40 | 2026-01-01T00:02:00+00:00 |",
                          "| `report` | 1.0 | 3.00 / 2.50 / 3.10, loaded: an upper bound | 2026-01-01T00:03:00+00:00 |",
                          "| **all 3 stage runs** | **10.5** | 2 of them upper bounds | on 2 cores |"]
     assert reviewing.logged_seconds("<!-- BEGIN stage-times -->\n" + "\n".join(table) + "\n<!-- END stage-times -->") \
