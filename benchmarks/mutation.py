@@ -6,6 +6,7 @@ Run from the repository root, in the venv with requirements-dev.txt installed (d
 
     python -m benchmarks.mutation                       # every module of MODULES
     python -m benchmarks.mutation vitheory/pk22/noise.py --workers 1
+    python -m benchmarks.mutation --only issue-53       # the functions of FUNCTIONS["issue-53"] only
     python -m benchmarks.mutation --report <modules>    # the counts so far of a run still going
 
 It mutates a copy of the committed tree (`git archive HEAD`) in --workdir, never the working tree, and
@@ -16,6 +17,7 @@ prints killed / survived / timeout per module, the score, and every survivor's d
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import os
 import re
 import subprocess
@@ -48,6 +50,23 @@ MODULES = {
 # the same helpers on small explicit matrices and a 27-parameter network in a second
 SLOW = ["tests/pk22/test_pk.py::test_top_eigenvalues_match_a_dense_eigendecomposition",
         "tests/pk22/test_pk.py::test_lanczos_quadrature_agrees_with_a_dense_eigendecomposition"]
+# named selections of functions (mutmut's mutant-name globs, `x_<function>__mutmut_*` for a module-level function):
+# issue 53 asks for the claims added last (LI-6, JSL-7, JSL-8, PK-9) and the paired test's path, whose
+# threshold is non-zero where a claim's direction is measured against a margin
+FUNCTIONS = {
+    "issue-53": [
+        *(f"vitheory.li23.claims.x_{f}__mutmut_*" for f in
+          ("_noise_setting", "_noise_samples", "_seed_n_mins", "_mean_log_ratio", "_li6_statistics")),
+        *(f"vitheory.jsl22.claims.x_{f}__mutmut_*" for f in
+          ("_jsl7_regime", "_jsl7_samples", "_share", "_jsl7_statistics",
+           "_pos_dim_regime", "_pos_dim_seeds", "_pos_dim_statistics")),
+        *(f"vitheory.pk22.claims.x_{f}__mutmut_*" for f in ("_stages", "_stage_ends", "_pk9_statistics")),
+        *(f"vitheory.core.claims.x_{f}__mutmut_*" for f in ("decide", "_sign_flip_rows")),
+        *(f"vitheory.core.intervals.x_{f}__mutmut_*" for f in
+          ("every_sign_pattern", "sign_flip_p_values", "_sign_flip", "_paired_check",
+           "skewed_sign_flip_false_holds")),
+    ],
+}
 # the files the tests read besides the package and tests/ (which mutmut copies itself)
 ALSO_COPY = ["params.yaml", "presets", "stages", "dvc.yaml", "benchmarks"]
 
@@ -67,8 +86,8 @@ process_isolation = "forkserver"  # torch is not fork-safe
 """
 
 
-def summary(workdir: Path, modules: list[str]) -> str:
-    """Markdown: counts per module and every survivor's diff."""
+def summary(workdir: Path, modules: list[str], only: list[str] = ()) -> str:
+    """Markdown: counts per module and every survivor's diff; with `only`, of the mutants it names."""
     run = lambda *args: subprocess.run([sys.executable, "-m", "mutmut", *args], cwd=workdir, check=True,  # noqa: E731
                                        capture_output=True, text=True).stdout
     status = dict(re.findall(r"^\s*(\S+): (.+)$", run("results", "--all", "true"), flags=re.M))
@@ -77,7 +96,8 @@ def summary(workdir: Path, modules: list[str]) -> str:
     survivors = []
     for module in modules:
         dotted = module.removesuffix(".py").replace("/", ".") + "."
-        mine = {name: s for name, s in status.items() if name.startswith(dotted)}
+        mine = {name: s for name, s in status.items() if name.startswith(dotted)
+                and (not only or any(fnmatch.fnmatch(name, pattern) for pattern in only))}
         count = Counter(mine.values())
         other = len(mine) - count["killed"] - count["survived"] - count["timeout"]
         checked = len(mine) - count["not checked"]
@@ -91,16 +111,22 @@ def summary(workdir: Path, modules: list[str]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("modules", nargs="*", default=list(MODULES), help=f"default: all of {list(MODULES)}")
+    parser.add_argument("modules", nargs="*", help=f"default: all of {list(MODULES)}")
     parser.add_argument("--workers", type=int, default=1, help="mutants tested at once (mutmut --max-children)")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "vitheory-mutation")
+    parser.add_argument("--only", choices=sorted(FUNCTIONS), help="mutate only these functions (their modules "
+                        "are the default modules)")
     parser.add_argument("--report", action="store_true", help="only summarise the run in --workdir (running or done)")
     args = parser.parse_args()
+    only = FUNCTIONS[args.only] if args.only else []
+    if only and not args.modules:
+        args.modules = sorted({pattern.split(".x_")[0].replace(".", "/") + ".py" for pattern in only})
     unknown = sorted(set(args.modules) - set(MODULES))
     if unknown:
         parser.error(f"no test selection for {unknown}: name modules of {list(MODULES)} or add them to MODULES")
+    args.modules = args.modules or list(MODULES)
     if args.report:
-        print(summary(args.workdir, args.modules))
+        print(summary(args.workdir, args.modules, only))
         return
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, check=True, capture_output=True, text=True).stdout
     subprocess.run(["rm", "-rf", str(args.workdir)], check=True)
@@ -111,9 +137,9 @@ def main() -> None:
         config.write(mutmut_config(args.modules, args.workdir))
     print(f"mutating commit {commit.strip()} in {args.workdir}", flush=True)
     # ours: one thread per test process; two threads per process on shared cores made a 3-batch fine-tune 5x slower
-    subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.workers)], cwd=args.workdir,
-                   check=True, env=os.environ | {"OMP_NUM_THREADS": "1"})
-    report = summary(args.workdir, args.modules)
+    subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.workers), *only],
+                   cwd=args.workdir, check=True, env=os.environ | {"OMP_NUM_THREADS": "1"})
+    report = summary(args.workdir, args.modules, only)
     (args.workdir / "survivors.md").write_text(report)
     print(report)
 
