@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from safetensors.torch import load_file
 from conftest import ROOT
 from torch import nn
 
@@ -722,6 +723,22 @@ def _stage_process(dvc_pid: int) -> int:
     raise AssertionError("no stage process found")
 
 
+def _saved_epoch(state: Path, run: str) -> int | None:
+    """The epoch `run`'s resume state holds, or None where its tensors and sidecar disagree: a kill
+    that lands between a save's two writes tears it, and the rerun discards it with a warning."""
+    tensors = load_file(str(state / f"{run}.safetensors"))
+    sidecar = json.loads((state / f"{run}.json").read_text())["epoch"]
+    return sidecar if int(tensors["epoch"]) == sidecar else None
+
+
+def _expect_resumed(stderr: str, state_epochs: dict[int, int | None]) -> None:
+    """Each seed whose state the kill left whole resumes after its saved epoch; a torn one is discarded."""
+    for seed, epoch in state_epochs.items():
+        expected = (f"seed {seed}: resuming after epoch {epoch} of 240" if epoch is not None
+                    else f"seed_{seed}: resume state inconsistent")
+        assert expected in stderr, f"seed {seed}: expected {expected!r}"
+
+
 def _start_long_training(repo: Path, tmp_path: Path) -> tuple[Path, str, Path, dict, str, subprocess.Popen]:
     """A copy of `repo` where train_real@cnn-natural runs 240 epochs, its uninterrupted outputs and
     lock recorded; then that run forgotten (the earlier lock back, the run-cache emptied), so that the
@@ -761,9 +778,11 @@ def test_a_killed_training_stage_resumes_to_the_same_bytes(repo, tmp_path):
     assert json.loads((state / "state.json").read_text())["complete"] is False, "the stage ended before the kill"
     interrupted = _verify(copy)
     assert interrupted.returncode == 2 and f"stage {stage} is out of date" in interrupted.stdout
+    saved = {seed: _saved_epoch(state, f"seed_{seed}") for seed in (0, 1)}
+    assert any(epoch is not None for epoch in saved.values()), "the kill tore both seeds' states: nothing resumes"
 
     rerun = _dvc("repro", stage, cwd=copy)
-    assert "resuming after epoch" in rerun.stderr
+    _expect_resumed(rerun.stderr, saved)
     assert (copy / "dvc.lock").read_text() == lock
     assert _snapshot(copy) == uninterrupted
     assert _dvc("status", stage, "-q", cwd=copy, check=False).returncode == 0
@@ -786,9 +805,11 @@ def test_killing_only_the_stage_process_takes_its_workers_and_a_torn_state_is_re
     started.wait(timeout=60)
     seed_0 = state / "seed_0.safetensors"
     seed_0.write_bytes(seed_0.read_bytes()[:seed_0.stat().st_size // 2])
+    saved = {1: _saved_epoch(state, "seed_1")}
 
     rerun = _dvc("repro", stage, cwd=copy)
-    assert "seed_0: resume state unreadable" in rerun.stderr and "resuming after epoch" in rerun.stderr
+    assert "seed_0: resume state unreadable" in rerun.stderr
+    _expect_resumed(rerun.stderr, saved)
     assert (copy / "dvc.lock").read_text() == lock
     assert _snapshot(copy) == uninterrupted
     assert _dvc("status", stage, "-q", cwd=copy, check=False).returncode == 0
