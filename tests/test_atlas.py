@@ -12,7 +12,7 @@ from vitheory import report
 from vitheory.atlas import atlas_rows, draw_atlas, queue_commands
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
 from vitheory.core.errors import ArtifactError, ParamsError
-from vitheory.grid import COLUMNS, Point, read_atlas, where_it_holds, where_lines
+from vitheory.grid import COLUMNS, NOT_MEASURED, Point, read_atlas, where_it_holds, where_lines
 from vitheory.params import grid_points, parse_params
 
 KNOB = "generate.li_tokens.alpha_star"
@@ -36,6 +36,10 @@ def _raw(knobs):
     ([(0.1, HOLDS), (0.2, FAILS), (0.3, HOLDS), (0.4, FAILS)], "nowhere in the grid"),
     ([(0.1, FAILS), (0.2, HOLDS), (0.3, FAILS), (0.4, HOLDS)], "from 0.4"),
     ([(0.1, INCONCLUSIVE), (0.2, INCONCLUSIVE)], "undecided: inconclusive at every value (0.1, 0.2)"),
+    ([(0.1, FAILS), (0.2, NOT_MEASURED), (0.3, HOLDS)], "from 0.3 (not measured at 0.2: not read as a flip)"),
+    ([(0.1, NOT_MEASURED), (0.2, INCONCLUSIVE)],
+     "undecided: decided at no value (inconclusive at 0.2: not read as a flip) (not measured at 0.1: not read as "
+     "a flip)"),
 ])
 def test_where_a_claim_holds_along_a_knob(line, said):
     assert str(where_it_holds(line)) == said
@@ -110,11 +114,14 @@ def _record(claim_id, verdict, value=1.0, seeds_needed=None):
 
 
 def _atlas(verdicts_by_value, default=0.2):
-    """The table of one claim, LI-X, whose verdict at each alpha* is planted; the default point at 0.2."""
+    """The table of one claim, LI-X, whose verdict at each alpha* is planted (NOT_MEASURED: the point's run
+    failed on a diverged training); the default point at 0.2."""
     found = {Point(KNOB, value): [_record("LI-X", verdict, seeds_needed=12)]
-             for value, verdict in verdicts_by_value.items() if value != default}
+             for value, verdict in verdicts_by_value.items() if value != default and verdict != NOT_MEASURED}
+    failures = {Point(KNOB, value): "error: training loss became nan at step 3"
+                for value, verdict in verdicts_by_value.items() if verdict == NOT_MEASURED}
     rows = atlas_rows([_record("LI-X", verdicts_by_value[default])], {"generate": {"li_tokens": {"alpha_star": default}}},
-                      [KNOB], found)
+                      [KNOB], found, failures)
     return [dict(zip(COLUMNS, map(str, row))) for row in rows]
 
 
@@ -132,8 +139,20 @@ def test_a_planted_inconclusive_point_is_not_read_as_a_flip():
     assert said[1:] == [f"at `{KNOB}` = 0.15, `q > 0`: about 12 seeds per group would decide it"]
 
 
+def test_a_point_whose_run_failed_is_not_measured_and_says_why():
+    """A failed experiment (a training diverged) is no verdict: its claims are not measured there, the reading
+    leaves the value out and names it, with the run's error."""
+    rows = _atlas({0.1: FAILS, 0.15: NOT_MEASURED, 0.2: HOLDS, 0.3: HOLDS})
+    failed = [row for row in rows if row["value"] == "0.15"]
+    assert [(row["verdict"], row["claim_verdict"], row["measured"], row["failure"]) for row in failed] == [
+        (NOT_MEASURED, NOT_MEASURED, "", "error: training loss became nan at step 3")]
+    assert where_lines(rows)["LI-X"] == [
+        f"`{KNOB}`: from 0.2 (not measured at 0.15: not read as a flip)",
+        f"at `{KNOB}` = 0.15, not measured: error: training loss became nan at step 3"]
+
+
 def test_the_figure_draws_every_claim_at_every_point(tmp_path):
-    rows = _atlas({0.1: FAILS, 0.2: HOLDS, 0.3: INCONCLUSIVE})
+    rows = _atlas({0.1: FAILS, 0.15: NOT_MEASURED, 0.2: HOLDS, 0.3: INCONCLUSIVE})
     draw_atlas([[row[column] for column in COLUMNS] for row in rows], tmp_path / "atlas.png", 50)
     assert (tmp_path / "atlas.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -14,7 +14,10 @@ never queued again, and points run elsewhere arrive with `dvc exp pull` (README,
 offline) and reads each one's `reports/claims.json` from its commit (`git show`): claims.json is a
 git-tracked output, not a metric, so `dvc exp show --json` does not carry it, and exp show's rows also
 hold queued and failed experiments, whose revisions are stashes of the baseline. The default point is
-HEAD's own committed run. The table checks that each experiment ran at its point's value.
+HEAD's own committed run. The table checks that each experiment ran at its point's value. A failed
+experiment of HEAD (its run stopped on an error: a training that diverged) is a point not measured, each
+claim's row there carrying the run's first error line from the queue's log (DVC's `celery_queue`); `queue`
+queues it again.
 """
 
 from __future__ import annotations
@@ -42,13 +45,13 @@ from vitheory.core.config import read_params_file
 from vitheory.core.errors import ArtifactError, ParamsError, VitheoryError
 from vitheory.core.figures import set_theme
 from vitheory.core.paths import artifact
-from vitheory.grid import COLUMNS, Point, lookup, value_text
+from vitheory.grid import COLUMNS, NOT_MEASURED, Point, lookup, value_text
 from vitheory.params import DEFAULT_PATH, parse_params
 from vitheory.params import grid_points as checked_points
 from vitheory.report import power_line
 
 DEFAULT = "default"
-VERDICT_COLOURS = {HOLDS: "#4daf4a", FAILS: "#e41a1c", INCONCLUSIVE: "#bdbdbd"}
+VERDICT_COLOURS = {HOLDS: "#4daf4a", FAILS: "#e41a1c", INCONCLUSIVE: "#bdbdbd", NOT_MEASURED: "#404040"}
 
 
 def git_file(root: Path, rev: str, path: str | Path) -> str:
@@ -69,6 +72,28 @@ def finished(root: Path) -> dict[str, str]:
     return {name: rev for experiments in listed.values() for name, rev in experiments if rev}
 
 
+def failed(root: Path) -> dict[str, str]:
+    """Every failed experiment of HEAD (its run stopped: a training diverged, say): name -> the run's last
+    error line, from the queue's log of it."""
+    from dvc.repo import Repo
+
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+    found = {}
+    with Repo(str(root)) as repo:
+        queue = repo.experiments.celery_queue
+        for result in queue.iter_failed():
+            entry = result.entry
+            if entry.baseline_rev != head or not entry.name:
+                continue
+            try:
+                log = Path(queue.proc[entry.stash_rev].stdout).read_text(errors="replace").splitlines()
+            except (KeyError, OSError):
+                log = []
+            errors = [line.strip() for line in log if line.startswith(("error:", "ERROR:"))]
+            found[entry.name] = errors[0] if errors else f"the experiment failed (`dvc queue logs {entry.name}`)"
+    return found
+
+
 def queue_commands(grid_points: Sequence[Point], done: Mapping[str, str]) -> list[list[str]]:
     """The `dvc exp run --queue` command of every point not yet finished."""
     return [["dvc", "exp", "run", "--queue", "-S", point.setting, "--name", point.name]
@@ -83,20 +108,30 @@ def point_rows(records: Sequence[Mapping[str, Any]], knob: str, value: Any, defa
             low, high = check["interval"]
             rows.append([record["id"], label, knob, value_text(value), str(default).lower(), check["verdict"],
                          record["verdict"], record["measured"][check["quantity"]], low, high,
-                         power_line(label, check) or ""])
+                         power_line(label, check) or "", ""])
     return rows
 
 
+def failed_rows(records: Sequence[Mapping[str, Any]], knob: str, value: Any, failure: str) -> list[list[Any]]:
+    """A failed point's rows: each claim of `records` (the default point's) not measured, with the run's error."""
+    return [[record["id"], "", knob, value_text(value), "false", NOT_MEASURED, NOT_MEASURED, "", "", "", "", failure]
+            for record in records]
+
+
 def atlas_rows(default: Sequence[Mapping[str, Any]], default_params: Mapping[str, Any],
-               knobs: Sequence[str], found: Mapping[Point, Sequence[Mapping[str, Any]]]) -> list[list[Any]]:
+               knobs: Sequence[str], found: Mapping[Point, Sequence[Mapping[str, Any]]],
+               failures: Mapping[Point, str] | None = None) -> list[list[Any]]:
     """The whole table: on each knob's line, the default point's records (at the knob's default value),
-    then those of every finished point of that knob."""
+    then those of every finished point of that knob, then its failed points (`failures`: point -> error)."""
     rows = []
     for knob in knobs:
         rows += point_rows(default, knob, lookup(default_params, knob), True)
         for point, records in found.items():
             if point.knob == knob:
                 rows += point_rows(records, knob, point.value, False)
+        for point, failure in (failures or {}).items():
+            if point.knob == knob:
+                rows += failed_rows(default, knob, point.value, failure)
     return rows
 
 
@@ -149,11 +184,14 @@ def make_table(root: Path) -> list[str]:
     done = finished(root)
     found = read_points(root, grid_points, done)
     default = json.loads(git_file(root, "HEAD", artifact("claims")))["claims"]
-    rows = atlas_rows(default, raw, list(params.atlas.knobs), found)
+    failures = failed(root)
+    failed_points = {point: failures[point.name] for point in grid_points
+                     if point not in found and point.name in failures}
+    rows = atlas_rows(default, raw, list(params.atlas.knobs), found, failed_points)
     write_table(root / artifact("atlas_table"), COLUMNS, rows)
     set_theme(params.render.context)
     draw_atlas(rows, root / artifact("atlas_figure"), params.render.dpi)
-    return [point.name for point in grid_points if point not in found]
+    return [point.name for point in grid_points if point not in found and point not in failed_points]
 
 
 def main(argv: list[str] | None = None) -> int:

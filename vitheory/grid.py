@@ -106,24 +106,29 @@ def line_order(values: Sequence[Any]) -> list[Any]:
 
 
 UNDECIDED = "undecided"
+NOT_MEASURED = "not measured"  # a point whose experiment failed (a training diverged): no verdict there
 
 
 @dataclass(frozen=True)
 class Where:
     """Where a claim holds along one knob: `said` ("from", "up to", "everywhere", "nowhere in the grid",
-    "undecided"), the value it names (from, up to), and the values at which it was inconclusive."""
+    "undecided"), the value it names (from, up to), the values at which it was inconclusive and those at
+    which it was not measured (the point's run failed)."""
 
     said: str
     value: Any = None
     inconclusive: tuple[Any, ...] = ()
+    unmeasured: tuple[Any, ...] = ()
 
     def __str__(self) -> str:
         text = self.said if self.value is None else f"{self.said} {value_text(self.value)}"
-        if self.said == UNDECIDED:
+        if self.said == UNDECIDED and not self.unmeasured:
             return f"{text}: inconclusive at every value ({', '.join(map(value_text, self.inconclusive))})"
-        if self.inconclusive:
-            text += (" (inconclusive at " + ", ".join(map(value_text, self.inconclusive))
-                     + ": not read as a flip)")
+        if self.said == UNDECIDED:
+            text += ": decided at no value"
+        for values, what in ((self.inconclusive, "inconclusive"), (self.unmeasured, "not measured")):
+            if values:
+                text += f" ({what} at " + ", ".join(map(value_text, values)) + ": not read as a flip)"
         return text
 
 
@@ -131,32 +136,35 @@ def where_it_holds(line: Sequence[tuple[Any, str]]) -> Where:
     """Where a claim holds along a knob, from its verdict at each value (`line`, in the knob's order):
     from the smallest value on which it holds at every larger decided value; up to a value when it holds
     below and fails above; everywhere; nowhere in the grid. Inconclusive values are left out of the
-    reading and named."""
-    unknown = {verdict for _, verdict in line} - {HOLDS, FAILS, INCONCLUSIVE}
+    reading and named, and so are values not measured."""
+    unknown = {verdict for _, verdict in line} - {HOLDS, FAILS, INCONCLUSIVE, NOT_MEASURED}
     if unknown:
-        raise ValueError(f"unknown verdicts {sorted(unknown)}: expected {HOLDS}, {FAILS} or {INCONCLUSIVE}")
-    undecided = tuple(value for value, verdict in line if verdict == INCONCLUSIVE)
-    decided = [(value, verdict == HOLDS) for value, verdict in line if verdict != INCONCLUSIVE]
+        raise ValueError(f"unknown verdicts {sorted(unknown)}: expected {HOLDS}, {FAILS}, {INCONCLUSIVE} or "
+                         f"{NOT_MEASURED}")
+    left_out = {"inconclusive": tuple(value for value, verdict in line if verdict == INCONCLUSIVE),
+                "unmeasured": tuple(value for value, verdict in line if verdict == NOT_MEASURED)}
+    decided = [(value, verdict == HOLDS) for value, verdict in line if verdict in (HOLDS, FAILS)]
     holds = [held for _, held in decided]
     if not decided:
-        return Where(UNDECIDED, inconclusive=undecided)
+        return Where(UNDECIDED, **left_out)
     if all(holds):
-        return Where("everywhere", inconclusive=undecided)
+        return Where("everywhere", **left_out)
     if not any(holds):
-        return Where("nowhere in the grid", inconclusive=undecided)
+        return Where("nowhere in the grid", **left_out)
     if holds[-1]:
         first = len(holds) - holds[::-1].index(False)  # just past the last failure
-        return Where("from", decided[first][0], undecided)
+        return Where("from", decided[first][0], **left_out)
     last = holds.index(False) - 1  # just before the first failure
     if any(holds[last + 1:]):
-        return Where("nowhere in the grid", inconclusive=undecided)  # back and forth, ending in a failure
-    return Where("up to", decided[last][0], undecided)
+        return Where("nowhere in the grid", **left_out)  # back and forth, ending in a failure
+    return Where("up to", decided[last][0], **left_out)
 
 
 # reports/atlas/atlas.csv, long form: one row per claim, criterion and point; a knob's line holds the
-# default point too (`default` true), at the knob's default value
+# default point too (`default` true), at the knob's default value; a point whose run failed has one row per
+# claim, verdicts NOT_MEASURED and the run's error in `failure`
 COLUMNS = ("claim", "criterion", "knob", "value", "default", "verdict", "claim_verdict", "measured", "low",
-           "high", "power_line")
+           "high", "power_line", "failure")
 
 
 def read_atlas(path: str | Path) -> list[dict[str, str]]:
@@ -187,4 +195,6 @@ def where_lines(rows: Sequence[Mapping[str, str]]) -> dict[str, list[str]]:
     for row in rows:
         if row["power_line"] and row["default"] == "false":
             said[row["claim"]].append(f"at `{row['knob']}` = {row['value']}, {row['power_line']}")
+        if row["failure"]:
+            said[row["claim"]].append(f"at `{row['knob']}` = {row['value']}, not measured: {row['failure']}")
     return said

@@ -10,14 +10,15 @@ on the units (`Method.check`) must flag such runs and state the shortfall the ha
 import itertools
 import math
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, SYNTHETIC, Claim, Criterion, decide, intervals
-from vitheory.core.intervals import (ASSUMPTION_REPLICATES, LOG, MEAN, MEDIAN, METHODS, PAIRED, SHARE, STEP,
-                                     Interval, IntervalSettings, Measurement, clopper_pearson, order_statistic_ranks,
+from vitheory.core.intervals import (ASSUMPTION_REPLICATES, LOG, MEAN, MEDIAN, METHODS, PAIRED, SHARE,
+                                     SIGN_FLIP_DRAWS, STEP, Interval, IntervalSettings, Measurement, clopper_pearson, order_statistic_ranks,
                                      sign_flip_p_values, skewed_mean_coverage, skewed_sign_flip_false_holds,
                                      smallest_decisive_units)
 
@@ -404,6 +405,29 @@ def test_beyond_sixteen_seeds_the_drawn_signs_estimate_the_exact_p_values():
     drawn = sign_flip_p_values(list(values), 0.0, np.random.default_rng(0))
     for p, q in zip(drawn, exact):
         assert abs(p - q) <= 4 * math.sqrt(q * (1 - q) / 2 ** 16)
+
+
+def test_beyond_sixteen_seeds_the_smallest_p_value_is_one_drawn_pattern_in_all():
+    """20 seeds all above the threshold: only all-plus patterns reach the observed sum, the one put in among the
+    SIGN_FLIP_DRAWS patterns and any drawn (2^-20 each); the p-value counts them; the other side is certain."""
+    values = list(np.linspace(1.0, 2.0, 20))
+    for seed in range(5):
+        greater, smaller = sign_flip_p_values(values, 0.5, np.random.default_rng(seed))
+        assert abs(greater * SIGN_FLIP_DRAWS - round(greater * SIGN_FLIP_DRAWS)) < 1e-9
+        assert 1 / SIGN_FLIP_DRAWS <= greater <= 3 / SIGN_FLIP_DRAWS and smaller == 1.0
+
+
+def test_a_paired_directions_check_flags_seeds_skewed_enough_to_decide_falsely_above_the_tail():
+    """8 per-seed values of skewness 0.36 (0.4 as the check rounds it): a sign-flip test on gamma values of that
+    skewness decides falsely about 3.4% against 2.5%, beyond the simulation's Monte Carlo error, and the check
+    says so; symmetric values are not flagged."""
+    def check(values):
+        c = SimpleNamespace(quantity="effect", group="a")
+        m = SimpleNamespace(per_unit=lambda quantity, group: values, cfg=IntervalSettings(0.95, 200, 0))
+        return METHODS[PAIRED].check(c, m)
+    skewed = check([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.2])
+    assert skewed is not None and "skewness 0.4" in skewed and "at 8 seeds" in skewed
+    assert check([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]) is None
 
 
 def test_sign_flip_counts_a_pattern_that_ties_the_observed_sum_up_to_rounding_as_a_tie():

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from vitheory.core.claims import (AFFORDABLE_SEEDS, EXACT, FAILS, HOLDS, POWER, RESAMPLED, SYNTHETIC, Claim, Criterion,
-                                  _share_power, decide, intervals, seeds_needed)
-from vitheory.core.intervals import (LOG, MEAN, MEDIAN, METHODS, PAIRED, SHARE, STEP, IntervalSettings,
-                                     Measurement, clopper_pearson)
+from vitheory.core.claims import (AFFORDABLE_SEEDS, EXACT, FAILS, HOLDS, PLAN_SIGN_FLIPS, POWER, RESAMPLED, SYNTHETIC,
+                                  Claim, Criterion, _share_power, _sign_flip_rows, decide, intervals, seeds_needed)
+from vitheory.core.intervals import (EXACT_SIGN_FLIP_UNITS, LOG, MEAN, MEDIAN, METHODS, PAIRED, SHARE, STEP,
+                                     IntervalSettings, Measurement, clopper_pearson, every_sign_pattern,
+                                     sign_flip_p_values)
 
 SETTINGS = IntervalSettings(confidence=0.95, bootstrap=200, seed=0)
 Z = float(stats.norm.ppf(0.975) + stats.norm.ppf(POWER))
@@ -162,3 +163,39 @@ def test_a_step_statistic_plans_by_rerunning_its_own_bootstrap():
     units = {"a": [float(v) for v in np.random.default_rng(0).normal(10.5, 2.0, 10)]}
     plan = _plan(claim, units)
     assert plan.by == RESAMPLED and plan.runs < 400 and plan.seeds > 10 and plan == _plan(claim, units)
+
+
+@pytest.mark.parametrize("units", (6, EXACT_SIGN_FLIP_UNITS))
+def test_a_planned_paired_test_up_to_sixteen_seeds_is_the_exact_test_of_each_drawn_run(units):
+    """The plan's p-values, row by row, against a non-zero threshold: those of the verdict's own exact test on
+    that row, for more rows than one block of the computation holds."""
+    drawn = np.random.default_rng(1).normal(0.4, 1.0, (120, units))
+    planned = _sign_flip_rows(drawn, 0.3, np.random.default_rng(0))
+    assert planned == [sign_flip_p_values(row, 0.3, np.random.default_rng(0)) for row in drawn]
+
+
+def test_a_planned_paired_test_counts_a_tie_up_to_rounding_as_the_verdicts_test_does():
+    """1000.1 + 2000.2 - 3000.3 is 0 in exact arithmetic, not in floats: a run of these seeds ties the observed
+    sum when those three flip, and the plan counts that pattern as the verdict's test does."""
+    drawn = np.array([[1000.1, 2000.2, -3000.3, 1.0], [0.5, -0.25, 2.0, 1.0]])
+    planned = _sign_flip_rows(drawn, 0.0, np.random.default_rng(0))
+    assert planned == [sign_flip_p_values(row, 0.0, np.random.default_rng(0)) for row in drawn]
+    assert planned[0][0] == 8 / 16  # in exact arithmetic, two of the eight by a tie
+
+
+def test_a_planned_paired_test_beyond_sixteen_seeds_estimates_the_exact_p_values_from_its_drawn_signs():
+    """17 seeds: each run's p-values from PLAN_SIGN_FLIPS drawn sign patterns (the all-plus one among them)
+    within four Monte Carlo errors of the exact ones over all 2^17; a run above the threshold on every seed
+    reaches the drawn test's smallest p-values (the all-plus patterns: the one put in, and any drawn); every
+    p-value is a count of the PLAN_SIGN_FLIPS patterns."""
+    drawn = np.random.default_rng(2).normal(0.5, 1.0, (60, 17))
+    drawn[0] = np.linspace(1.0, 2.0, 17)
+    planned = _sign_flip_rows(drawn, 0.2, np.random.default_rng(0))
+    every = every_sign_pattern(17)
+    for row, (greater, smaller) in zip(drawn[1:], planned[1:]):
+        shifted = row - 0.2
+        sums, observed = every @ shifted, shifted.sum()
+        for p, q in ((greater, (sums >= observed - 1e-9).mean()), (smaller, (sums <= observed + 1e-9).mean())):
+            assert abs(p - q) <= 4 * math.sqrt(q * (1 - q) / PLAN_SIGN_FLIPS) + 1e-12
+    assert all(abs(p * PLAN_SIGN_FLIPS - round(p * PLAN_SIGN_FLIPS)) < 1e-9 for pair in planned for p in pair)
+    assert planned[0][0] <= 2 / PLAN_SIGN_FLIPS and planned[0][1] == 1.0

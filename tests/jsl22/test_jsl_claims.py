@@ -388,6 +388,28 @@ def test_the_width_sweep_beside_jsl2_counts_diverged_seeds_and_shows_their_share
                    for name in variant["measured"])
 
 
+def test_a_seed_tied_across_widths_does_not_associate_more_and_a_narrow_divergence_counts_as_none(tmp_path):
+    """Seed 0 meets the definition equally at both widths: no gain, not "more" at the largest. Seed 2 diverged
+    at the narrow width: it counts as no association there (0), so its gain is its whole share at d_p = 128."""
+    _plant(tmp_path, {"qk": _runs(0.30, 0.2)})
+    _pos_dim_rows(tmp_path, {32: (0.5, 0.2, 0.3), 128: (0.5, 0.8, 0.9)}, 3, diverged={(32, 2)})
+    measured = evaluate(CLAIMS["JSL-2"], "JSL22", tmp_path, SETTINGS)["measured"]
+    assert measured["pos_dim_seeds_associating_more_at_largest"] == pytest.approx(2 / 3)
+    assert measured["pos_dim_exact_largest_minus_smallest"] == pytest.approx((0.0 + 0.6 + 0.9) / 3)
+
+
+def test_jsl2s_setting_says_the_width_sweep_is_described_not_counted_and_how_a_divergence_counts(default_params):
+    regime = CLAIMS["JSL-2"].regime(default_params)
+    assert "Beside the verdict, described and not counted among the paper's claims" in regime
+    assert ("the paper states no dependence on the positional width; its encodings live in R^(d x D), d = poly(D), "
+            "Assumption 2)") in regime
+    assert ("the quantities `pos_dim_*`: per width, the mean share of patches meeting Definition 2.2 on the attention "
+            "map and the test error, a seed whose loss diverged (the recipe's rates) counted as no association and "
+            "error 1; the share") in regime
+    assert regime.endswith("the share of seeds that diverged; and the mean share over the seeds that did not "
+                           "(None: all did).")
+
+
 def test_a_width_whose_every_seed_diverged_has_no_converged_mean(tmp_path):
     _plant(tmp_path, {"qk": _runs(0.30, 0.2)})
     _pos_dim_rows(tmp_path, {32: (0.1, 0.2), 128: (0.9, 0.8)}, 2, diverged={(32, 0), (32, 1)})

@@ -3,10 +3,10 @@ planted unmet, judged by `evaluate` from artifacts written as the pipeline write
 
 import pytest
 import torch
-from verdict_tables import SEEDS, Row, check, missing_rows, params, per_seed, wiggle
+from verdict_tables import SEEDS, SETTINGS, Row, check, missing_rows, params, per_seed, wiggle
 
 from vitheory.core.artifacts import write_json, write_table
-from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
+from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, evaluate
 from vitheory.core.paths import artifact, run_name, runs
 from vitheory.jsl22 import pos_dim
 from vitheory.jsl22.claims import PAPER
@@ -136,6 +136,18 @@ def _handbuilt(associating=2, unassociated=1, wrong_sets=340, glm_error=0.16, ex
             {"error_rate": glm_error + wiggle(seed, 1)} for seed in range(SEEDS)]}})
     return build
 
+
+
+def test_jsl7_reports_the_chance_its_meeting_share_is_measured_against(tmp_path):
+    """The share of patches whose Top_C meets their set is read against the hypergeometric chance: the
+    record shows that chance, and each construction's share minus it."""
+    _handbuilt(unassociated_meets=3)(tmp_path)
+    jsl7 = next(claim for claim in PAPER.claims if claim.id == "JSL-7")
+    measured = evaluate(jsl7, "JSL22", tmp_path, SETTINGS)["measured"]
+    chance = chance_meets_set(PATCHES, SET_SIZE)
+    assert measured["chance_meets_set"] == pytest.approx(chance)
+    assert measured["unassociated_meets_set_minus_chance"] == pytest.approx(3 / PATCHES - chance)
+    assert measured["associating_meets_set_minus_chance"] == pytest.approx(1 - chance)
 
 ROWS = [
     # JSL-1: medians over seeds, the order-statistic interval ([min, max] at 8 seeds)

@@ -236,3 +236,16 @@ def test_pk9_measures_the_change_into_each_next_stage_and_the_stages():
     for model in ("alternet", "cnn"):
         assert measured[f"{model}_log_variance_change_into_next_stage"] == pytest.approx(INTO_NEXT)
         assert measured[f"{model}_stages"] == 3
+
+
+
+def test_pk9_with_one_stage_has_no_change_into_a_next_stage():
+    """A profile of one stage (every block at one size): its end is measured, the change into a next stage is
+    None (there is none), for every seed and model, and the stages counted are 1."""
+    profile = [{"kind": kind, "tokens": 16, "variance": variance}
+               for kind, variance in (("embed", 5.0), ("conv", 1.0), ("conv", 2.0))]
+    measured = CLAIMS["PK-9"].statistics({"alternet": [profile] * 2, "cnn": [profile] * 2})
+    for model in ("alternet", "cnn"):
+        assert measured[f"{model}_stage_end_log_variance_over_earlier"] == pytest.approx(math.log(2.0))
+        assert measured[f"{model}_log_variance_change_into_next_stage"] is None
+        assert measured[f"{model}_stages"] == 1

@@ -135,7 +135,7 @@ def _li6_statistics(samples: Samples) -> Measured:
     seeds decides); the middle radius and the pooled N_min (LI-1's, at the success-rate threshold over
     seeds) described."""
     threshold = samples[SETTINGS_GROUP][0]["success_rate"]
-    rows = [dict(row, seed=i, alpha_star=row["noise_radius"]) for i, unit in enumerate(samples["seeds"]) for row in unit]
+    rows = [dict(row, alpha_star=row["noise_radius"]) for unit in samples["seeds"] for row in unit]  # pooled over seeds
     nmins = {tau: n_min(rates, threshold) for tau, rates in success_rates(rows).items()}
     taus = sorted(nmins)
     floor, largest = min(row["n_train"] for row in rows), max(row["n_train"] for row in rows)
