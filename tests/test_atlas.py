@@ -31,7 +31,9 @@ def _raw(knobs):
      "from 0.2 (inconclusive at 0.3: not read as a flip)"),
     ([(0.1, HOLDS), (0.2, INCONCLUSIVE), (0.3, HOLDS)], "everywhere (inconclusive at 0.2: not read as a flip)"),
     ([(0.1, HOLDS), (0.2, HOLDS)], "everywhere"),
-    ([(0.1, FAILS), (0.2, INCONCLUSIVE)], "nowhere in the grid (inconclusive at 0.2: not read as a flip)"),
+    ([(0.1, FAILS), (0.2, INCONCLUSIVE)],
+     "decided at one value only: does not hold at 0.1 (inconclusive at 0.2: not read as a flip)"),
+    ([(0.2, HOLDS)], "decided at one value only: holds at 0.2"),
     ([(0.1, HOLDS), (0.2, HOLDS), (0.3, FAILS)], "up to 0.2"),
     ([(0.1, HOLDS), (0.2, FAILS), (0.3, HOLDS), (0.4, FAILS)], "nowhere in the grid"),
     ([(0.1, FAILS), (0.2, HOLDS), (0.3, FAILS), (0.4, HOLDS)], "from 0.4"),
@@ -157,8 +159,14 @@ def test_the_figure_draws_every_claim_at_every_point(tmp_path):
     assert (tmp_path / "atlas.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_the_committed_atlas_table_is_empty_and_the_report_then_unchanged(default_params):
-    assert read_atlas(ROOT / "reports/atlas/atlas.csv") == []
+def test_the_committed_atlas_holds_every_claim_at_the_default_of_every_knob_and_the_report_shows_where(default_params):
+    """The committed table (made from the experiments of its commit) has each knob of the grid, the committed
+    run's claims at the default point of each; a claim's "where it holds" lines go into its report section."""
+    rows = read_atlas(ROOT / "reports/atlas/atlas.csv")
+    claims = {record["id"] for record in json.loads((ROOT / "reports/claims.json").read_text())["claims"]}
+    assert {row["knob"] for row in rows} == set(default_params.atlas.knobs)
+    assert {(row["claim"], row["knob"]) for row in rows if row["default"] == "true"} == \
+        {(claim, knob) for claim in claims for knob in default_params.atlas.knobs}
     record = _record("LI-X", HOLDS) | {"statement": "s", "metric": "m", "units": {"seeds": 3}, "variants": {},
                                        "evidence": [], "criteria": {"q > 0": {**_record("LI-X", HOLDS)["criteria"]["q > 0"],
                                                                               "df": None, "method": "m", "kind": "mean",

@@ -112,7 +112,7 @@ NOT_MEASURED = "not measured"  # a point whose experiment failed (a training div
 @dataclass(frozen=True)
 class Where:
     """Where a claim holds along one knob: `said` ("from", "up to", "everywhere", "nowhere in the grid",
-    "undecided"), the value it names (from, up to), the values at which it was inconclusive and those at
+    "undecided", "decided at one value only"), the value it names (from, up to), the values at which it was inconclusive and those at
     which it was not measured (the point's run failed)."""
 
     said: str
@@ -147,6 +147,8 @@ def where_it_holds(line: Sequence[tuple[Any, str]]) -> Where:
     holds = [held for _, held in decided]
     if not decided:
         return Where(UNDECIDED, **left_out)
+    if len(decided) == 1:  # one value says nothing of a regime
+        return Where(f"decided at one value only: {HOLDS if holds[0] else FAILS} at", decided[0][0], **left_out)
     if all(holds):
         return Where("everywhere", **left_out)
     if not any(holds):
