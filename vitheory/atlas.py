@@ -73,7 +73,7 @@ def finished(root: Path) -> dict[str, str]:
 
 
 def failed(root: Path) -> dict[str, str]:
-    """Every failed experiment of HEAD (its run stopped: a training diverged, say): name -> the run's last
+    """Every failed experiment of HEAD (its run stopped: a training diverged, say): name -> the run's first
     error line, from the queue's log of it."""
     from dvc.repo import Repo
 
