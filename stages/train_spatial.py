@@ -19,6 +19,7 @@ from vitheory.jsl22.data import chance_association
 from vitheory.jsl22.params import SpatialDataParams, SpatialTrainParams
 from vitheory.jsl22.training import (
     VARIANT_FOLDER,
+    Trained,
     best_linear_error,
     member_folder,
     read_spatial,
@@ -43,11 +44,14 @@ def main(params: ParamsView, args: argparse.Namespace) -> None:
     with atomic_path(artifact("spatial_models")) as tmp:
         tmp.mkdir()
         meta = {"stage": "train_spatial", "spatial": as_dict(cfg), "data": as_dict(data_cfg), "device": device.type}
+        # a ViT's checkpoint says whether its loss diverged (it stopped there): transfer has nothing to transfer
         for seed in range(cfg.seeds):
-            save_checkpoint(tmp / member_folder("vit", seed), vit.models[seed], meta | {"seed": seed})
+            save_checkpoint(tmp / member_folder("vit", seed), vit.models[seed],
+                            meta | {"seed": seed, "diverged": vit.diverged[seed]})
             save_checkpoint(tmp / member_folder("glm", seed), glm.models[seed], meta | {"seed": seed})
             save_checkpoint(tmp / VARIANT_FOLDER / member_folder("vit", seed), variant_vit.models[seed],
-                            meta | {"seed": seed, "partition": data_cfg.variant_partition})
+                            meta | {"seed": seed, "partition": data_cfg.variant_partition,
+                                    "diverged": variant_vit.diverged[seed]})
         write_tensors(tmp / artifact("spatial_gram").relative_to(artifact("spatial_models")), {
             "initial": torch.tensor(np.stack([cosine_similarity(m.P) for m in vit.initial])),
             "final": torch.tensor(np.stack([cosine_similarity(m.P) for m in vit.models])),
@@ -65,12 +69,17 @@ def main(params: ParamsView, args: argparse.Namespace) -> None:
         "variant": {
             "partition": data_cfg.variant_partition,
             "best_linear_error": best_linear_error(*variant_test, variant_structure["w_star"]),
-            "runs": {"vit": {"initial": variant_vit.initial_metrics, "final": variant_vit.metrics},
-                     "glm": variant_glm.metrics},
+            "runs": {"vit": positional_runs(variant_vit), "glm": variant_glm.metrics},
         },
-        "runs": {"glm": glm.metrics, **{name: {"initial": trained.initial_metrics, "final": trained.metrics}
-                                        for name, trained in {"vit": vit, **ablation}.items()}},
+        "runs": {"glm": glm.metrics,
+                 **{name: positional_runs(trained) for name, trained in {"vit": vit, **ablation}.items()}},
     })
+
+
+def positional_runs(trained: Trained) -> dict[str, list]:
+    """A positional ViT's per-seed metrics at initialisation and after training, and which seeds diverged
+    (the claims count those as not learned, vitheory.jsl22.claims)."""
+    return {"initial": trained.initial_metrics, "final": trained.metrics, "diverged": trained.diverged}
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from scratch, over downstream sample sizes and seeds (claim JSL-4)."""
 import argparse
 
 from vitheory.core.artifacts import read_split, write_json, write_table
-from vitheory.core.checkpoint import load_checkpoint
+from vitheory.core.checkpoint import checkpoint_metadata, load_checkpoint
 from vitheory.core.cli import run_stage
 from vitheory.core.config import ParamsView
 from vitheory.core.device import DEVICE, resolve_device
@@ -19,11 +19,13 @@ PARAMS = {"train.device": DEVICE, "transfer": TransferParams, "generate.spatial"
 def main(params: ParamsView, args: argparse.Namespace) -> None:
     cfg = params.transfer
     structure = read_split(artifact("spatial_data"), "structure", ("sets", "w_star"))
-    pretrained = [load_checkpoint(artifact("spatial_models") / member_folder("vit", seed))
-                  for seed in range(params.spatial.seeds)]
+    folders = [artifact("spatial_models") / member_folder("vit", seed) for seed in range(params.spatial.seeds)]
+    pretrained = [load_checkpoint(folder) for folder in folders]
+    pretraining_diverged = [checkpoint_metadata(folder)["diverged"] for folder in folders]
     feature, pool, test = downstream_data(cfg, params.generate.spatial, structure)
     device = resolve_device(params.train.device)
-    runs = transfer_runs(pretrained, params.spatial.vit, params.spatial, cfg, pool, test, device)
+    runs = transfer_runs(pretrained, pretraining_diverged, params.spatial.vit, params.spatial, cfg, pool, test,
+                         device)
     write_table(artifact("transfer_runs"), TRANSFER_COLUMNS, runs)
     # settings only: the claim counts the samples needed from the runs table
     write_json(artifact("transfer_metrics"), {

@@ -32,7 +32,7 @@ def _runs(error, exact, positional=None):
     unit = {"error_rate": error, "pos_exact": positional, "pos_overlap": positional, "attn_exact": exact,
             "attn_overlap": exact, "loss": 0.1}
     start = {"pos_exact": 0.0, "pos_overlap": 0.3, "attn_exact": 0.0, "attn_overlap": 0.3}
-    return {"initial": [unit | start] * 3, "final": [unit] * 3}
+    return {"initial": [unit | start] * 3, "final": [unit] * 3, "diverged": [False] * 3}
 
 
 def _plant(root, ablation):
@@ -212,12 +212,40 @@ def test_each_spatial_setting_is_read_from_its_own_runs_by_readers_built_inside_
         _spatial_samples("vanilla")(tmp_path)
 
 
-def _with_vit_seeds(root, final, initial, chance):
+def _with_vit_seeds(root, final, initial, chance, diverged=None):
     """Replace the planted run's own ViT seeds and its chance (spatial_metrics as train_spatial writes it)."""
     metrics = root / artifact("spatial_metrics")
     stored = json.loads(metrics.read_text())
-    stored["runs"]["vit"], stored["chance"] = {"final": final, "initial": initial}, chance
+    stored["runs"]["vit"] = {"final": final, "initial": initial, "diverged": diverged or [False] * len(final)}
+    stored["chance"] = chance
     write_json(metrics, stored)
+
+
+def test_a_seed_whose_loss_diverged_counts_as_not_learned(tmp_path):
+    """Seed 2 diverged (train_spatial froze it where it was): whatever its frozen state measured, here an
+    exact association and 30% error, it counts as error 1 and no association, and both claims show the
+    share of diverged seeds. Its Top_C overlap, described only, stays as measured."""
+    _plant(tmp_path, {"qk": _runs(0.30, 0.2)})
+    final = [unit | {"error_rate": error} for unit, error in zip(_runs(0.0, 1.0)["final"], (0.01, 0.02, 0.3))]
+    _with_vit_seeds(tmp_path, final, _runs(0.0, 1.0)["initial"], {"exact": 0.0, "overlap": 0.28},
+                    diverged=[False, False, True])
+    first, second = CLAIMS["JSL-1"].measure(tmp_path), CLAIMS["JSL-2"].measure(tmp_path)
+    assert (first["vit_test_error"], first["vit_test_error_max"], first["vit_diverged_seeds"]) == \
+        pytest.approx((0.02, 1.0, 1 / 3))
+    assert (second["seeds_meeting_definition"], second["final_exact_min"], second["final_positional_exact"],
+            second["final_overlap"], second["test_error"], second["diverged_seeds"]) == \
+        pytest.approx((2 / 3, 0.0, 1.0, 1.0, 0.02, 1 / 3))
+
+
+def test_runs_written_before_divergence_was_recorded_are_named(tmp_path):
+    _plant(tmp_path, {"qk": _runs(0.30, 0.2)})
+    metrics = tmp_path / artifact("spatial_metrics")
+    stored = json.loads(metrics.read_text())
+    del stored["runs"]["qk"]["diverged"]
+    write_json(metrics, stored)
+    message = f"{artifact('spatial_metrics')}: the runs of score form 'qk' do not say which seeds diverged"
+    with pytest.raises(ArtifactError, match=re.escape(message)):
+        _spatial_samples("qk")(tmp_path)
 
 
 def test_jsl1_describes_its_worst_seeds_test_error(tmp_path):
@@ -226,7 +254,8 @@ def test_jsl1_describes_its_worst_seeds_test_error(tmp_path):
     final = [unit | {"error_rate": error} for unit, error in zip(_runs(0.0, 1.0)["final"], (0.01, 0.06, 0.02))]
     _with_vit_seeds(tmp_path, final, _runs(0.0, 1.0)["initial"], {"exact": 0.0, "overlap": 0.28})
     assert CLAIMS["JSL-1"].measure(tmp_path) == pytest.approx({
-        "vit_test_error": 0.02, "vit_test_error_max": 0.06, "glm_test_error": 0.16, "best_linear_test_error": 0.14})
+        "vit_test_error": 0.02, "vit_test_error_max": 0.06, "vit_diverged_seeds": 0.0, "glm_test_error": 0.16,
+        "best_linear_test_error": 0.14})
 
 
 def test_jsl2_measures_initial_association_against_a_nonzero_chance_and_describes_every_share(tmp_path):
@@ -245,7 +274,7 @@ def test_jsl2_measures_initial_association_against_a_nonzero_chance_and_describe
         "seeds_meeting_definition": 2 / 3, "final_exact": 1.0, "final_exact_min": 0.7, "final_exact_mean": 0.9,
         "final_overlap": 0.95, "initial_exact": 0.12, "initial_overlap": 0.35, "chance_exact": 0.05,
         "chance_overlap": 0.28, "initial_exact_minus_chance": 0.07, "final_positional_exact": 0.2,
-        "final_positional_overlap": 0.5, "test_error": 0.02})
+        "final_positional_overlap": 0.5, "test_error": 0.02, "diverged_seeds": 0.0})
     assert record["criteria"]["initial_exact_minus_chance <= 0.1"]["verdict"] == HOLDS
 
 

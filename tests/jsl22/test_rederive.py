@@ -1,6 +1,7 @@
 """[JSL22] verify's check: train_spatial's per-seed runs against its logged series and the positional
 encodings in its checkpoints."""
 
+import math
 from pathlib import Path
 
 import pytest
@@ -21,14 +22,17 @@ HISTORY = str(artifact("spatial_history"))
 
 def _runs(root: Path, folder: Path) -> dict[str, list[dict[str, float]]]:
     """Two seeds' checkpoints in `folder` of the models, and their runs as train_spatial stores them."""
-    runs = {"initial": [], "final": []}
+    runs = {"initial": [], "final": [], "diverged": []}
     for seed in range(2):
         torch.manual_seed(seed)
         model = PositionalViT(n_patches=4, dim=3, pos_dim=2, score_form="ppt", pos_init_std=1.0, readout_init_std=0.1)
         save_checkpoint(root / artifact("spatial_models") / folder / member_folder("vit", seed), model, {})
         P = model.P.detach()
         runs["initial"].append({"error_rate": 0.5, "pos_exact": 0.0})
-        runs["final"].append({"error_rate": 0.1 * (seed + 1), "pos_exact": association(P @ P.T, SETS)["exact"]})
+        # seed 1 diverged: its loss, NaN in the series and in the metrics alike, is reproduced
+        runs["final"].append({"error_rate": 0.1 * (seed + 1), "loss": [0.2, math.nan][seed],
+                              "pos_exact": association(P @ P.T, SETS)["exact"]})
+        runs["diverged"].append(seed == 1)
     return runs
 
 
@@ -60,6 +64,7 @@ def test_consistent_runs_pass(tmp_path):
 @pytest.mark.parametrize("change,names", [
     (lambda s: s["runs"]["vit"]["initial"][1].update(error_rate=0.4), [HISTORY]),
     (lambda s: s["runs"]["vit"]["final"][0].update(pos_exact=-1.0), [HISTORY, "association of seed 0"]),
+    (lambda s: s["runs"]["vit"]["final"][1].update(loss=0.5), [HISTORY]),  # a number where the series has NaN
     (lambda s: s["variant"]["runs"]["vit"]["final"][1].update(pos_exact=-1.0),
      ["the variant partition's association of seed 1"]),
 ])

@@ -15,7 +15,7 @@ from vitheory.jsl22 import data as spatial
 from vitheory.jsl22.models import MultiHeadViT, PatchGLM, PositionalViT
 from vitheory.jsl22.params import PosDimSweepParams
 from vitheory.jsl22.pos_dim import sweep
-from vitheory.jsl22.training import samples_needed, train_positional
+from vitheory.jsl22.training import samples_needed, train_positional, transfer_runs
 from vitheory.params import load_params
 
 PARAMS = load_params(ROOT / "params.yaml")
@@ -253,17 +253,50 @@ def test_association_emerges_at_the_default_setting():
         assert metrics["error_rate"] <= 0.05
 
 
-def test_a_seed_the_width_sweep_sees_diverge_is_a_diverged_row_that_errs_on_every_example():
-    """pos_dim_sweep at a mixing rate no width survives (1e4 on P, a large readout): every seed stops where its
-    loss turned non-finite, a row with diverged = 1, and its non-finite outputs count as errors (before issue
-    53 a NaN output counted as right)."""
-    small = replace(DATA, n_patches=16, set_size=4, dim=8, n_train=32, n_test=64)
+def _small_spatial(n_train=32, n_test=64):
+    """D = 16 patches in sets of 4, d = 8: (sets, (X, y) train, (X, y) test)."""
+    small = replace(DATA, n_patches=16, set_size=4, dim=8, n_train=n_train, n_test=n_test)
     generator = torch.Generator().manual_seed(0)
     sets = spatial.partition(small.n_patches, small.set_size, "blocks", generator)
     w_star = torch.nn.functional.normalize(torch.randn(small.dim, generator=generator), dim=0)
     train, test = (spatial.sample(n, small, sets, w_star, generator) for n in (small.n_train, small.n_test))
-    recipe = replace(PARAMS.spatial, steps=30, lr_mixing=1e4, vit=replace(PARAMS.spatial.vit, readout_init_std=30.0))
-    rows = sweep(PosDimSweepParams(pos_dims=(4, 16), seeds=3), recipe, (train.X, train.y), (test.X, test.y), sets,
-                 torch.device("cpu"))
+    return sets, (train.X, train.y), (test.X, test.y)
+
+
+# a mixing rate no seed survives on the small data (1e4 on P, a large readout)
+DIVERGING = replace(PARAMS.spatial, steps=30, lr_mixing=1e4, vit=replace(PARAMS.spatial.vit, readout_init_std=30.0))
+
+
+def test_a_seed_the_width_sweep_sees_diverge_is_a_diverged_row_that_errs_on_every_example():
+    """pos_dim_sweep at a mixing rate no width survives: every seed stops where its loss turned non-finite, a
+    row with diverged = 1, and its non-finite outputs count as errors (before issue 53 a NaN output counted as
+    right)."""
+    sets, train, test = _small_spatial()
+    rows = sweep(PosDimSweepParams(pos_dims=(4, 16), seeds=3), DIVERGING, train, test, sets, torch.device("cpu"))
     assert [(row["pos_dim"], row["diverged"], row["error_rate"]) for row in rows] == \
         [(width, 1, 1.0) for width in (4, 16) for _ in range(3)]
+
+
+@pytest.mark.parametrize("recipe,diverged", [(replace(DIVERGING, seeds=6), [True] * 5 + [False]),
+                                             (replace(PARAMS.spatial, steps=30, seeds=6), [False] * 6)])
+def test_train_spatials_vit_stops_a_diverging_seed_and_reports_it_instead_of_failing_the_stage(recipe, diverged):
+    """At the atlas's other sizes the default rates diverge a seed (issue 55): train_positional then stops it
+    where it was and says so, as pos_dim_sweep does, rather than raising, and the other seeds train on (here
+    seed 5 survives the rate that diverges five); at rates every seed survives, none is reported."""
+    sets, train, test = _small_spatial()
+    trained = train_positional(recipe.vit, recipe, train, test, sets, torch.device("cpu"), progress=False)
+    assert trained.diverged == diverged
+
+
+def test_fine_tuning_a_seed_whose_pretraining_diverged_counts_as_diverged():
+    """Seed 0's pre-training diverged: its fine-tuning rows are diverged (NaN error) whatever the readout
+    reaches on its frozen attention; seed 1's, and every training from scratch, are measured."""
+    sets, train, test = _small_spatial(n_train=64)
+    recipe = replace(PARAMS.spatial, steps=30, seeds=2)
+    pretrained = train_positional(recipe.vit, recipe, train, test, sets, torch.device("cpu"), progress=False)
+    cfg = replace(PARAMS.transfer, n_train=(16, 32), finetune_steps=20)
+    runs = transfer_runs(pretrained.models, [True, False], recipe.vit, recipe, cfg, train, test,
+                         torch.device("cpu"), progress=False)
+    flagged = {(method, seed) for method, _, seed, error, diverged in runs if diverged and math.isnan(error)}
+    assert flagged == {("finetune", 0)}
+    assert all(not math.isnan(error) for method, _, seed, error, _ in runs if (method, seed) != ("finetune", 0))

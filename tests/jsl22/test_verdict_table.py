@@ -24,7 +24,7 @@ def _pos_dims(root):
     write_table(root / artifact("pos_dim_runs"), list(pos_dim.COLUMNS), rows)
 
 
-def _spatial(vit_error=0.02, glm_error=0.16, attn_exact=1.0, initial_exact=0.0):
+def _spatial(vit_error=0.02, glm_error=0.16, attn_exact=1.0, initial_exact=0.0, diverged=False):
     """8 seeds of the run's own form; the qk form and the variant partition (the claims' variants) alike.
     Each value a scalar, or one per seed."""
     def vit(seed):
@@ -34,7 +34,8 @@ def _spatial(vit_error=0.02, glm_error=0.16, attn_exact=1.0, initial_exact=0.0):
 
     def build(root):
         seeds = [vit(seed) for seed in range(SEEDS)]
-        model = {"final": [final for final, _ in seeds], "initial": [initial for _, initial in seeds]}
+        model = {"final": [final for final, _ in seeds], "initial": [initial for _, initial in seeds],
+                 "diverged": per_seed(diverged)}
         glm = [{"error_rate": per_seed(glm_error)[seed] + wiggle(seed, 1)} for seed in range(SEEDS)]
         write_json(root / artifact("spatial_metrics"), {
             "runs": {"vit": model, "qk": model, "glm": glm}, "score_form": "ppt", "best_linear_error": 0.14,
@@ -156,12 +157,15 @@ ROWS = [
     Row("JSL-1", _spatial(glm_error=0.05), FAILS, "the linear model at 5%, under Theorem 3.1's 1/8"),
     Row("JSL-1", _spatial(vit_error=[0.02, 0.03, 0.04, 0.06, 0.07, 0.08, 0.06, 0.07]), INCONCLUSIVE,
         "the ViT's seeds straddle 5% (median 6%)"),
+    Row("JSL-1", _spatial(diverged=True), FAILS, "every seed diverged: error 1, whatever its frozen state measured"),
     # JSL-2: a Clopper-Pearson share of seeds meeting Definition 2.2, and a median at initialisation
     Row("JSL-2", _spatial(), HOLDS, "Definition 2.2 on all 8 seeds, from chance"),
     Row("JSL-2", _spatial(attn_exact=0.98), FAILS, "one patch in 50 off on every seed: the definition never holds"),
     Row("JSL-2", _spatial(initial_exact=0.5), FAILS, "association already there at initialisation"),
     Row("JSL-2", _spatial(attn_exact=[1.0, 0.98, 1.0, 0.98, 1.0, 0.98, 0.98, 0.98]), INCONCLUSIVE,
         "the definition on 3 seeds of 8: [0.09, 0.76] holds 0.5"),
+    Row("JSL-2", _spatial(diverged=True), FAILS,
+        "every seed diverged, its frozen map exact: counted as not meeting the definition"),
     # JSL-3
     Row("JSL-3", _control(), HOLDS, "no association on the control, 0.9 on the positive control, errors small"),
     Row("JSL-3", _control(pos_exact=0.5), FAILS, "P P^T shows the sets on the control, the positive control works"),

@@ -14,13 +14,14 @@ from vitheory.core.paths import stage_of
 
 def same(a: Any, b: Any) -> bool:
     """Equal structures, floats equal to 1e-9 relative (JSON keeps them exactly; this allows for
-    a different summation order on another machine)."""
+    a different summation order on another machine); NaN equals NaN (a diverged run's loss, reproduced)."""
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
     if isinstance(a, float) or isinstance(b, float):
-        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-9)
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and (
+            math.isclose(a, b, rel_tol=1e-9) or math.isnan(a) and math.isnan(b))
     return a == b
 
 

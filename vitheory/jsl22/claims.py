@@ -30,8 +30,9 @@ def _data_setting(params: Any) -> str:
         f"informative ones; sigma^2 = {data.noise_scale}/d; {data.n_train} training examples."
         f" Score form `{spatial.vit.score_form}`, d_p = {spatial.vit.pos_dim}, {spatial.seeds} seeds, "
         f"{spatial.steps} full-batch gradient-descent steps on the logistic loss, lr {spatial.lr_mixing} on the "
-        f"attention and {spatial.lr_readout} on v. A second data setting draws the same data model with a "
-        f"{data.variant_partition} partition: positional encodings have no spatial prior, so a ViT must learn "
+        f"attention and {spatial.lr_readout} on v; a seed whose loss diverges at these rates stops there and counts "
+        "as not learned (test error 1, Definition 2.2 met by no patch), their share `*diverged_seeds`. A second "
+        f"data setting draws the same data model with a {data.variant_partition} partition: positional encodings have no spatial prior, so a ViT must learn "
         "those sets as well as contiguous ones, where a convolution could not.")
 
 
@@ -122,9 +123,27 @@ def _spatial_samples(form: str | None = None, variant_partition: bool = False) -
         if key not in runs:
             raise ArtifactError(f"{artifact('spatial_metrics')}: no runs of score form {form!r}; add it to "
                                 "spatial.ablation and run `dvc repro train_spatial`")
-        return {"vit": runs[key]["final"], "vit_initial": runs[key]["initial"], "glm": runs["glm"],
+        if "diverged" not in runs[key]:
+            raise ArtifactError(f"{artifact('spatial_metrics')}: the runs of score form {form or key!r} do not say "
+                                "which seeds diverged (an older train_spatial wrote them); run `dvc repro train_spatial`")
+        return {"vit": _counted(runs[key]), "vit_initial": runs[key]["initial"], "glm": runs["glm"],
                 SETTINGS_GROUP: [{"best_linear_error": source["best_linear_error"], "chance": metrics["chance"]}]}
     return samples
+
+
+NOT_LEARNED = {"error_rate": 1.0, "attn_exact": 0.0, "pos_exact": 0.0}
+
+
+def _counted(run: dict[str, list]) -> list[dict[str, Any]]:
+    """Each seed's final metrics with whether its loss diverged; a seed that diverged (train_spatial stopped it
+    where it was) counts as not learned, as in `pos_dim_sweep` and `transfer`: test error 1, Definition 2.2
+    met by no patch. Its Top_C overlaps, described only, stay as measured."""
+    return [unit | {"diverged": diverged} | (NOT_LEARNED if diverged else {})
+            for unit, diverged in zip(run["final"], run["diverged"], strict=True)]
+
+
+def _diverged_seeds(samples: Samples) -> float:
+    return statistics.mean(float(unit["diverged"]) for unit in samples["vit"])
 
 
 SPATIAL_VARIANTS = (Variant("score form qk (the paper's)", _spatial_samples("qk")),
@@ -135,6 +154,7 @@ SPATIAL_VARIANTS = (Variant("score form qk (the paper's)", _spatial_samples("qk"
 def _jsl1_statistics(samples: Samples) -> Measured:
     return {"vit_test_error": _median(samples, "vit", "error_rate"),
             "vit_test_error_max": max(unit["error_rate"] for unit in samples["vit"]),
+            "vit_diverged_seeds": _diverged_seeds(samples),
             "glm_test_error": _median(samples, "glm", "error_rate"),
             "best_linear_test_error": samples[SETTINGS_GROUP][0]["best_linear_error"]}
 
@@ -155,7 +175,7 @@ def _jsl2_statistics(samples: Samples) -> Measured:
             # P P^T's own association: the same as the attention map's for `ppt`, not for `qk`
             "final_positional_exact": _median(samples, "vit", "pos_exact"),
             "final_positional_overlap": _median(samples, "vit", "pos_overlap"),
-            "test_error": _median(samples, "vit", "error_rate")} | (
+            "test_error": _median(samples, "vit", "error_rate"), "diverged_seeds": _diverged_seeds(samples)} | (
         _pos_dim_statistics(samples["pos_dim_seeds"]) if "pos_dim_seeds" in samples else {})  # the run's own setting
 
 

@@ -29,7 +29,7 @@ def spatial(root: Path) -> list[str]:
     logged = {moment: [series[step][seed] for seed in sorted(series[step])]
               for moment, step in (("initial", 0), ("final", max(series)))}
     runs = stored["runs"]["vit"]
-    problems = [] if same(logged, runs) else differs(
+    problems = [] if same(logged, {moment: runs[moment] for moment in logged}) else differs(
         path, f"the ViT's per-seed metrics differ from {artifact('spatial_history')}")
     problems += _association(root, artifact("spatial_data"), artifact("spatial_models"), runs["final"], "")
     return problems + _association(root, artifact("spatial_variant_data"), artifact("spatial_models") / VARIANT_FOLDER,

@@ -71,13 +71,15 @@ def patch_builder(spec: PositionalViTParams | MultiHeadViTParams | GLMParams, n_
 
 @dataclass(frozen=True)
 class Trained:
-    """The members of an ensemble as separate models, before and after training, and each one's
-    metrics before and after."""
+    """The members of an ensemble as separate models, before and after training, each one's metrics
+    before and after, and whether its loss turned non-finite (only where the recipe stops a diverged
+    member, `SGDConfig.stop_diverged`; it stays where it was)."""
 
     initial: list[nn.Module]
     models: list[nn.Module]
     initial_metrics: list[dict[str, float]]
     metrics: list[dict[str, float]]
+    diverged: list[bool]
 
 
 def stack(X: torch.Tensor, y: torch.Tensor, members: int, device: torch.device) -> Stacked:
@@ -131,9 +133,9 @@ def train_patch_models(build: Callable[[], nn.Module], seeds: Sequence[int], tra
 
     initial, initial_metrics = members(), measure(ensemble)
     log = (lambda step, trained: on_log(step, measure(trained))) if on_log else None
-    train_ensemble(ensemble, stack(*train, len(seeds), device), seeds, sgd, on_log=log, log_every=log_every,
-                   progress=progress, desc=desc)
-    return Trained(initial, members(), initial_metrics, measure(ensemble))
+    outcome = train_ensemble(ensemble, stack(*train, len(seeds), device), seeds, sgd, on_log=log,
+                             log_every=log_every, progress=progress, desc=desc)
+    return Trained(initial, members(), initial_metrics, measure(ensemble), outcome.diverged)
 
 
 def full_batch(steps: int, lr: dict[str, float], log_every: int, lr_keys: dict[str, str],
@@ -157,14 +159,17 @@ def train_positional(spec: PositionalViTParams, cfg: SpatialTrainParams, train, 
                      device: torch.device, on_log: LogFn | None = None, progress: bool = True,
                      data_label: str = "") -> Trained:
     """The positional-attention ViT of score form `spec.score_form`, one per seed; an ablation form
-    trains at its own mixing rate. `data_label` names a second data setting in progress and errors."""
+    trains at its own mixing rate. `data_label` names a second data setting in progress and errors.
+    A seed whose loss turns non-finite stops there and is reported in `Trained.diverged`, as in
+    `pos_dim_sweep` and `transfer`: the rates are tuned at the default sizes, other sizes of the
+    atlas diverge some seeds (issue 55), and the claims count such a seed as not learned."""
     build = patch_builder(spec, train[0].shape[1], train[0].shape[2])
     sgd = positional_recipe(cfg)
     if spec.score_form != cfg.vit.score_form:
         index = cfg.ablation.index(spec.score_form)
         sgd = positional_recipe(cfg, cfg.ablation_lr_mixing[index], f"spatial.ablation_lr_mixing[{index}]")
-    return train_patch_models(build, range(cfg.seeds), train, test, sgd, device, sets=sets,
-                              on_log=on_log, log_every=cfg.log_every, progress=progress,
+    return train_patch_models(build, range(cfg.seeds), train, test, replace(sgd, stop_diverged=True), device,
+                              sets=sets, on_log=on_log, log_every=cfg.log_every, progress=progress,
                               desc=f"positional ViT ({spec.score_form}{data_label})")
 
 
@@ -228,14 +233,16 @@ def downstream_data(cfg: TransferParams, data: SpatialDataParams, structure: dic
     return feature, (pool.X, pool.y), (test.X, test.y)
 
 
-def transfer_runs(pretrained: Sequence[nn.Module], spec: PositionalViTParams, recipe: SpatialTrainParams,
-                  cfg: TransferParams, pool: tuple[torch.Tensor, torch.Tensor], test: tuple[torch.Tensor, torch.Tensor],
+def transfer_runs(pretrained: Sequence[nn.Module], pretraining_diverged: Sequence[bool],
+                  spec: PositionalViTParams, recipe: SpatialTrainParams, cfg: TransferParams,
+                  pool: tuple[torch.Tensor, torch.Tensor], test: tuple[torch.Tensor, torch.Tensor],
                   device: torch.device, progress: bool = True) -> list[tuple[str, int, int, float, int]]:
     """(method, n, seed, test error, diverged) for every downstream size n and seed: `finetune` keeps the
     pre-trained positional attention of seed s frozen and learns a fresh readout; `scratch` trains
     the whole model of seed s from a fresh initialisation. Seed s trains on the first n examples of
     its own permutation of the pool. A run whose loss turns non-finite is kept, with a NaN error and
-    diverged = 1: it did not learn."""
+    diverged = 1: it did not learn; so is every fine-tuning of a seed whose pre-training diverged
+    (`pretraining_diverged`): it has no learned attention to transfer."""
     n_patches, dim = pool[0].shape[1:]
     seeds = list(range(len(pretrained)))
     build = patch_builder(spec, n_patches, dim)
@@ -261,7 +268,7 @@ def transfer_runs(pretrained: Sequence[nn.Module], spec: PositionalViTParams, re
             outcome = train_ensemble(ensemble, data, [cfg.seed + s for s in seeds],
                                      replace(sgd, stop_diverged=True), progress=False)
             for seed, metrics in zip(seeds, test_metrics(ensemble, X_test, y_test)):
-                diverged = outcome.diverged[seed]
+                diverged = outcome.diverged[seed] or (method == "finetune" and pretraining_diverged[seed])
                 runs.append((method, n, seed, math.nan if diverged else metrics["error_rate"], int(diverged)))
     return runs
 
