@@ -221,6 +221,13 @@ def test_the_table_reads_each_finished_experiment_of_head_from_its_commit(tmp_pa
     assert {(row["claim"], row["value"]) for row in rows} == {(r["id"], v) for r in claims for v in ("0.1", "0.2", "0.3")}
     assert where_lines(rows)["LI-3"][0] == f"`{KNOB}`: from 0.2"
     assert (tmp_path / "reports/atlas/atlas.png").is_file()
+    (tmp_path / "NOTES.md").write_text("docs only\n")  # a later commit has no experiments of its own
+    _git(tmp_path, "add", "NOTES.md")
+    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "docs only")
+    assert make_table(tmp_path) == [f"atlas-{KNOB}-0.1", f"atlas-{KNOB}-0.3"]
+    assert make_table(tmp_path, rev=base[:7]) == []  # `table --rev`: the experiments of the commit they ran at
+    assert read_atlas(tmp_path / "reports/atlas/atlas.csv") == rows
+    _git(tmp_path, "reset", "-q", "--hard", base)
     _experiment(tmp_path, base, _set(params, 0.25), claims, f"atlas-{KNOB}-0.3")  # renamed by hand
     with pytest.raises(ParamsError, match=f"experiment atlas-{KNOB}-0.3 ran with {KNOB} = 0.25, not 0.3"):
         make_table(tmp_path)

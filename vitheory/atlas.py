@@ -4,6 +4,8 @@ the papers name, one DVC experiment per point of params.yaml's `atlas` grid (vit
     python -m vitheory.atlas queue --dry   # print the `dvc exp run --queue` of every point not yet run
     python -m vitheory.atlas queue         # queue them; then `dvc queue start -j 1`
     python -m vitheory.atlas table         # reports/atlas/atlas.csv and atlas.png from the experiments
+    python -m vitheory.atlas table --rev R # the same from commit R's run and experiments (a later commit
+                                           # that changed only docs has none of its own)
 
 Each point is `dvc exp run --queue -S <knob>=<value> --name atlas-<knob>-<value>`: DVC reruns only the
 stages that list the knob (and restores a stage seen before from its run-cache), a finished point is
@@ -63,21 +65,21 @@ def git_file(root: Path, rev: str, path: str | Path) -> str:
     return shown.stdout
 
 
-def finished(root: Path) -> dict[str, str]:
-    """Every finished experiment of HEAD: name -> commit."""
+def finished(root: Path, rev: str = "HEAD") -> dict[str, str]:
+    """Every finished experiment of commit `rev`: name -> commit."""
     from dvc.repo import Repo  # DVC's import takes a second: the figure and the rows go without it
 
     with Repo(str(root)) as repo:
-        listed = repo.experiments.ls(rev="HEAD")
+        listed = repo.experiments.ls(rev=rev)
     return {name: rev for experiments in listed.values() for name, rev in experiments if rev}
 
 
-def failed(root: Path) -> dict[str, str]:
-    """Every failed experiment of HEAD (its run stopped: a training diverged, say): name -> the run's first
-    error line, from the queue's log of it."""
+def failed(root: Path, rev: str = "HEAD") -> dict[str, str]:
+    """Every failed experiment of commit `rev` (its run stopped: a training diverged, say): name -> the run's
+    first error line, from the queue's log of it."""
     from dvc.repo import Repo
 
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(["git", "rev-parse", rev], cwd=root, capture_output=True, text=True).stdout.strip()
     found = {}
     with Repo(str(root)) as repo:
         queue = repo.experiments.celery_queue
@@ -175,16 +177,16 @@ def draw_atlas(rows: Sequence[Sequence[Any]], path: Path, dpi: int) -> None:
     plt.close(fig)
 
 
-def make_table(root: Path) -> list[str]:
-    """reports/atlas/atlas.csv and atlas.png from HEAD's run and its finished experiments; returns the
-    names of the grid's points that have not run yet."""
-    raw = yaml.safe_load(git_file(root, "HEAD", DEFAULT_PATH))
+def make_table(root: Path, rev: str = "HEAD") -> list[str]:
+    """reports/atlas/atlas.csv and atlas.png from commit `rev`'s run and its finished experiments; returns
+    the names of the grid's points that have not run yet."""
+    raw = yaml.safe_load(git_file(root, rev, DEFAULT_PATH))
     params = parse_params(raw)
     grid_points = checked_points(raw)
-    done = finished(root)
+    done = finished(root, rev)
     found = read_points(root, grid_points, done)
-    default = json.loads(git_file(root, "HEAD", artifact("claims")))["claims"]
-    failures = failed(root)
+    default = json.loads(git_file(root, rev, artifact("claims")))["claims"]
+    failures = failed(root, rev)
     failed_points = {point: failures[point.name] for point in grid_points
                      if point not in found and point.name in failures}
     rows = atlas_rows(default, raw, list(params.atlas.knobs), found, failed_points)
@@ -199,12 +201,14 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     queue = commands.add_parser("queue", help="queue every point of the grid not yet run as a DVC experiment")
     queue.add_argument("--dry", action="store_true", help="print the commands, queue nothing")
-    commands.add_parser("table", help="the atlas table and figure from HEAD's run and its experiments")
+    table = commands.add_parser("table", help="the atlas table and figure from HEAD's run and its experiments")
+    table.add_argument("--rev", default="HEAD", help="the commit whose run and experiments to read (default HEAD): "
+                       "experiments belong to the commit they were queued from")
     args = parser.parse_args(argv)
     root = Path.cwd()
     try:
         if args.command == "table":
-            missing = make_table(root)
+            missing = make_table(root, args.rev)
             print(f"{artifact('atlas_table')}, {artifact('atlas_figure')} written"
                   + (f"; not run yet: {', '.join(missing)}" if missing else "; every point of the grid ran"))
             return 0
