@@ -32,7 +32,8 @@ def _data_setting(params: Any) -> str:
         f"{spatial.steps} full-batch gradient-descent steps on the logistic loss, lr {spatial.lr_mixing} on the "
         f"attention and {spatial.lr_readout} on v; a seed whose loss diverges at these rates stops there and counts "
         "as not learned (test error 1, Definition 2.2 met by no patch), their share `*diverged_seeds`. A second "
-        f"data setting draws the same data model with a {data.variant_partition} partition: positional encodings have no spatial prior, so a ViT must learn "
+        f"data setting draws the same data model with a {data.variant_partition} partition: positional encodings "
+        "have no spatial prior, so a ViT must learn "
         "those sets as well as contiguous ones, where a convolution could not.")
 
 
@@ -125,12 +126,14 @@ def _spatial_samples(form: str | None = None, variant_partition: bool = False) -
                                 "spatial.ablation and run `dvc repro train_spatial`")
         if "diverged" not in runs[key]:
             raise ArtifactError(f"{artifact('spatial_metrics')}: the runs of score form {form or key!r} do not say "
-                                "which seeds diverged (an older train_spatial wrote them); run `dvc repro train_spatial`")
+                                "which seeds diverged (an older train_spatial wrote them); run "
+                                "`dvc repro train_spatial`")
         return {"vit": _counted(runs[key]), "vit_initial": runs[key]["initial"], "glm": runs["glm"],
                 SETTINGS_GROUP: [{"best_linear_error": source["best_linear_error"], "chance": metrics["chance"]}]}
     return samples
 
 
+# what a seed whose loss diverged counts as, here and in the width sweep: it did not learn
 NOT_LEARNED = {"error_rate": 1.0, "attn_exact": 0.0, "pos_exact": 0.0}
 
 
@@ -196,18 +199,18 @@ def _pos_dim_statistics(seeds: list[dict[int, dict[str, Any]]]) -> Measured:
     those that did not; the largest d_p against the smallest, and the share of seeds associating more there."""
     widths = sorted(seeds[0])
 
-    def counted(width: int, name: str, diverged: float) -> list[float]:
-        return [diverged if unit[width]["diverged"] else unit[width][name] for unit in seeds]
+    def counted(width: int, name: str) -> list[float]:
+        return [NOT_LEARNED[name] if unit[width]["diverged"] else unit[width][name] for unit in seeds]
 
     measured: Measured = {}
     for width in widths:
         converged = [unit[width]["attn_exact"] for unit in seeds if not unit[width]["diverged"]]
-        measured |= {f"pos_dim_{width}_exact": statistics.mean(counted(width, "attn_exact", 0.0)),
-                     f"pos_dim_{width}_test_error": statistics.mean(counted(width, "error_rate", 1.0)),
+        measured |= {f"pos_dim_{width}_exact": statistics.mean(counted(width, "attn_exact")),
+                     f"pos_dim_{width}_test_error": statistics.mean(counted(width, "error_rate")),
                      f"pos_dim_{width}_diverged": statistics.mean(float(unit[width]["diverged"]) for unit in seeds),
                      f"pos_dim_{width}_exact_converged": statistics.mean(converged) if converged else None}
     low, high = widths[0], widths[-1]
-    gains = [wide - narrow for wide, narrow in zip(counted(high, "attn_exact", 0.0), counted(low, "attn_exact", 0.0))]
+    gains = [wide - narrow for wide, narrow in zip(counted(high, "attn_exact"), counted(low, "attn_exact"))]
     return measured | {
         "pos_dim_exact_largest_minus_smallest": statistics.mean(gains),
         "pos_dim_seeds_associating_more_at_largest": statistics.mean(float(gain > 0) for gain in gains),
