@@ -65,23 +65,15 @@ def git_file(root: Path, rev: str, path: str | Path) -> str:
     return shown.stdout
 
 
-def finished(root: Path, rev: str = "HEAD") -> dict[str, str]:
-    """Every finished experiment of commit `rev`: name -> commit."""
+def experiments(root: Path, rev: str = "HEAD") -> tuple[dict[str, str], dict[str, str]]:
+    """Commit `rev`'s experiments, read through one DVC repo: the finished ones (name -> commit) and the failed
+    ones (their run stopped on an error: name -> the run's first error line, from the queue's log of it)."""
     from dvc.repo import Repo  # DVC's import takes a second: the figure and the rows go without it
 
+    head = subprocess.run(["git", "rev-parse", rev], cwd=root, capture_output=True, text=True).stdout.strip()
+    failures = {}
     with Repo(str(root)) as repo:
         listed = repo.experiments.ls(rev=rev)
-    return {name: rev for experiments in listed.values() for name, rev in experiments if rev}
-
-
-def failed(root: Path, rev: str = "HEAD") -> dict[str, str]:
-    """Every failed experiment of commit `rev` (its run stopped: a training diverged, say): name -> the run's
-    first error line, from the queue's log of it."""
-    from dvc.repo import Repo
-
-    head = subprocess.run(["git", "rev-parse", rev], cwd=root, capture_output=True, text=True).stdout.strip()
-    found = {}
-    with Repo(str(root)) as repo:
         queue = repo.experiments.celery_queue
         for result in queue.iter_failed():
             entry = result.entry
@@ -92,8 +84,9 @@ def failed(root: Path, rev: str = "HEAD") -> dict[str, str]:
             except (KeyError, OSError):
                 log = []
             errors = [line.strip() for line in log if line.startswith(("error:", "ERROR:"))]
-            found[entry.name] = errors[0] if errors else f"the experiment failed (`dvc queue logs {entry.name}`)"
-    return found
+            failures[entry.name] = errors[0] if errors else f"the experiment failed (`dvc queue logs {entry.name}`)"
+    done = {name: commit for runs in listed.values() for name, commit in runs if commit}
+    return done, failures
 
 
 def queue_commands(grid_points: Sequence[Point], done: Mapping[str, str]) -> list[list[str]]:
@@ -183,10 +176,9 @@ def make_table(root: Path, rev: str = "HEAD") -> list[str]:
     raw = yaml.safe_load(git_file(root, rev, DEFAULT_PATH))
     params = parse_params(raw)
     grid_points = checked_points(raw)
-    done = finished(root, rev)
+    done, failures = experiments(root, rev)
     found = read_points(root, grid_points, done)
     default = json.loads(git_file(root, rev, artifact("claims")))["claims"]
-    failures = failed(root, rev)
     failed_points = {point: failures[point.name] for point in grid_points
                      if point not in found and point.name in failures}
     rows = atlas_rows(default, raw, list(params.atlas.knobs), found, failed_points)
@@ -212,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{artifact('atlas_table')}, {artifact('atlas_figure')} written"
                   + (f"; not run yet: {', '.join(missing)}" if missing else "; every point of the grid ran"))
             return 0
-        commands_left = queue_commands(checked_points(read_params_file(root / DEFAULT_PATH)), finished(root))
+        commands_left = queue_commands(checked_points(read_params_file(root / DEFAULT_PATH)), experiments(root)[0])
         for command in commands_left:
             print(shlex.join(command))
             if not args.dry:
