@@ -153,6 +153,25 @@ def test_a_point_whose_run_failed_is_not_measured_and_says_why():
         f"at `{KNOB}` = 0.15, not measured: error: training loss became nan at step 3"]
 
 
+def test_a_knob_that_leaves_a_claim_as_it_is_gets_no_reading():
+    """LI-Y's records at every alpha* equal the default's (its stages do not read alpha*): no "everywhere"
+    for it, one line naming the knob; LI-X, moved by the same points, keeps its reading. A record that
+    differs in one number, the verdict aside, is moved."""
+    default = [_record("LI-X", HOLDS), _record("LI-Y", HOLDS, value=0.5)]
+    found = {Point(KNOB, 0.1): [_record("LI-X", FAILS, value=-1.0), _record("LI-Y", HOLDS, value=0.5)],
+             Point(KNOB, 0.3): [_record("LI-X", HOLDS, value=2.0), _record("LI-Y", HOLDS, value=0.5)]}
+    rows = [dict(zip(COLUMNS, map(str, row)))
+            for row in atlas_rows(default, {"generate": {"li_tokens": {"alpha_star": 0.2}}}, [KNOB], found)]
+    said = where_lines(rows)
+    assert said["LI-X"] == [f"`{KNOB}`: from 0.2"]
+    assert said["LI-Y"] == [f"the same at every value of `{KNOB}`: each point's record equals the default's "
+                            "(these knobs do not reach what it measures)"]
+    found[Point(KNOB, 0.3)][1] = _record("LI-Y", HOLDS, value=0.6)
+    rows = [dict(zip(COLUMNS, map(str, row)))
+            for row in atlas_rows(default, {"generate": {"li_tokens": {"alpha_star": 0.2}}}, [KNOB], found)]
+    assert where_lines(rows)["LI-Y"] == [f"`{KNOB}`: everywhere"]
+
+
 def test_the_figure_draws_every_claim_at_every_point(tmp_path):
     rows = _atlas({0.1: FAILS, 0.15: NOT_MEASURED, 0.2: HOLDS, 0.3: INCONCLUSIVE})
     draw_atlas([[row[column] for column in COLUMNS] for row in rows], tmp_path / "atlas.png", 50)

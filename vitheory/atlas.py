@@ -95,22 +95,28 @@ def queue_commands(grid_points: Sequence[Point], done: Mapping[str, str]) -> lis
             for point in grid_points if point.name not in done]
 
 
-def point_rows(records: Sequence[Mapping[str, Any]], knob: str, value: Any, default: bool) -> list[list[Any]]:
-    """The table's rows of one point's claims.json records, on one knob's line."""
+def point_rows(records: Sequence[Mapping[str, Any]], knob: str, value: Any,
+               baseline: Sequence[Mapping[str, Any]] | None = None) -> list[list[Any]]:
+    """The table's rows of one point's claims.json records, on one knob's line; `baseline`: the default
+    point's records, None when the point is the default. A claim is unchanged at a point where its whole
+    record (every measured number, interval and verdict) equals the default's: the knob did not reach what
+    it measures."""
+    as_text = {record["id"]: json.dumps(record, sort_keys=True) for record in baseline or records}
     rows = []
     for record in records:
+        unchanged = str(json.dumps(record, sort_keys=True) == as_text.get(record["id"])).lower()  # NaN equals NaN
         for label, check in labelled_checks(record):
             low, high = check["interval"]
-            rows.append([record["id"], label, knob, value_text(value), str(default).lower(), check["verdict"],
-                         record["verdict"], record["measured"][check["quantity"]], low, high,
-                         power_line(label, check) or "", ""])
+            rows.append([record["id"], label, knob, value_text(value), str(baseline is None).lower(),
+                         check["verdict"], record["verdict"], record["measured"][check["quantity"]], low, high,
+                         power_line(label, check) or "", "", unchanged])
     return rows
 
 
 def failed_rows(records: Sequence[Mapping[str, Any]], knob: str, value: Any, failure: str) -> list[list[Any]]:
     """A failed point's rows: each claim of `records` (the default point's) not measured, with the run's error."""
-    return [[record["id"], "", knob, value_text(value), "false", NOT_MEASURED, NOT_MEASURED, "", "", "", "", failure]
-            for record in records]
+    return [[record["id"], "", knob, value_text(value), "false", NOT_MEASURED, NOT_MEASURED, "", "", "", "", failure,
+             "false"] for record in records]
 
 
 def atlas_rows(default: Sequence[Mapping[str, Any]], default_params: Mapping[str, Any],
@@ -120,10 +126,10 @@ def atlas_rows(default: Sequence[Mapping[str, Any]], default_params: Mapping[str
     then those of every finished point of that knob, then its failed points (`failures`: point -> error)."""
     rows = []
     for knob in knobs:
-        rows += point_rows(default, knob, lookup(default_params, knob), True)
+        rows += point_rows(default, knob, lookup(default_params, knob))
         for point, records in found.items():
             if point.knob == knob:
-                rows += point_rows(records, knob, point.value, False)
+                rows += point_rows(records, knob, point.value, default)
         for point, failure in (failures or {}).items():
             if point.knob == knob:
                 rows += failed_rows(default, knob, point.value, failure)

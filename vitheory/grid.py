@@ -12,7 +12,9 @@ stage reads that table, when it has rows, for each claim's "where it holds" line
 Where a claim holds along a knob (`where_it_holds`) is read from its verdicts at the knob's values in
 order: the smallest value from which on it holds at every larger decided one, "everywhere" or "nowhere
 in the grid". An inconclusive point decides nothing: it is named with its power line, never read as a
-flip.
+flip. A knob that leaves a claim's whole record as it is at the default at each of its values (it does
+not reach the stages the claim reads) gets no reading: the claim's lines name it among those it is the
+same along.
 """
 
 from __future__ import annotations
@@ -164,9 +166,10 @@ def where_it_holds(line: Sequence[tuple[Any, str]]) -> Where:
 
 # reports/atlas/atlas.csv, long form: one row per claim, criterion and point; a knob's line holds the
 # default point too (`default` true), at the knob's default value; a point whose run failed has one row per
-# claim, verdicts NOT_MEASURED and the run's error in `failure`
+# claim, verdicts NOT_MEASURED and the run's error in `failure`; `unchanged` true where the claim's whole
+# claims.json record equals the default point's (the knob did not reach what the claim measures)
 COLUMNS = ("claim", "criterion", "knob", "value", "default", "verdict", "claim_verdict", "measured", "low",
-           "high", "power_line", "failure")
+           "high", "power_line", "failure", "unchanged")
 
 
 def read_atlas(path: str | Path) -> list[dict[str, str]]:
@@ -190,11 +193,28 @@ def claim_lines(rows: Sequence[Mapping[str, str]]) -> Iterator[tuple[str, str, l
 
 
 def where_lines(rows: Sequence[Mapping[str, str]]) -> dict[str, list[str]]:
-    """Each claim's "where it holds" along every knob, then the power line of each inconclusive point."""
+    """Each claim's "where it holds" along every knob that moved it, one line naming the knobs that did not
+    (at each of their points its record equals the default's), then the power line of each inconclusive
+    point a knob moved and the error of each failed one."""
+    unchanged: dict[tuple[str, str], set[str]] = {}  # (claim, knob) -> the `unchanged` of its other points
+    for row in rows:
+        if row["default"] == "false":
+            unchanged.setdefault((row["claim"], row["knob"]), set()).add(row["unchanged"])
+    unmoved = {line for line, flags in unchanged.items() if flags == {"true"}}
     said: dict[str, list[str]] = {}
     for claim, key, line in claim_lines(rows):
-        said.setdefault(claim, []).append(f"`{key}`: {where_it_holds(line)}")
+        if (claim, key) not in unmoved:
+            said.setdefault(claim, []).append(f"`{key}`: {where_it_holds(line)}")
+    lines_in_order = list(dict.fromkeys((row["claim"], row["knob"]) for row in rows))
+    for claim in dict.fromkeys(row["claim"] for row in rows):
+        keys = [key for line_claim, key in lines_in_order if line_claim == claim and (claim, key) in unmoved]
+        if keys:
+            said.setdefault(claim, []).append(
+                "the same at every value of " + ", ".join(f"`{key}`" for key in keys)
+                + ": each point's record equals the default's (these knobs do not reach what it measures)")
     for row in rows:
+        if (row["claim"], row["knob"]) in unmoved:
+            continue
         if row["power_line"] and row["default"] == "false":
             said[row["claim"]].append(f"at `{row['knob']}` = {row['value']}, {row['power_line']}")
         if row["failure"]:
