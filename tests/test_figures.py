@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+import torch  # noqa: E402
 from matplotlib.collections import LineCollection, PathCollection  # noqa: E402
 from matplotlib.colors import to_rgb  # noqa: E402
 from matplotlib.container import ErrorbarContainer  # noqa: E402
@@ -248,3 +249,20 @@ def test_sparsify_draws_each_strategy_apart_without_overlapping_bands(tmp_path):
         assert nearest_pair(colours)[0] >= LEAST_COLOUR_DISTANCE, nearest_pair(colours)
         bands = [c for c in ax.collections if type(c).__name__ in ("PolyCollection", "FillBetweenPolyCollection")]
         assert not bands, "seeds drawn as overlapping bands"
+
+
+def test_the_association_maps_show_the_median_seed_and_the_best_not_seed_0():
+    """JSL-2's figure: seed 0 meets Definition 2.2 but the typical seed does not, so the maps show the seed of
+    median share (a diverged seed left out of the choice, counted in the total) and the best beside it."""
+    shares = [1.0, 0.5, 0.9, 0.8, 0.7]
+    runs = {"final": [{"pos_exact": share} for share in shares], "diverged": [False, False, False, False, True]}
+    gram = {"initial": torch.arange(5.0)[:, None, None] * torch.ones(5, 4, 4),
+            "final": -torch.arange(5.0)[:, None, None] * torch.ones(5, 4, 4)}
+    panels, meeting = jsl.association_panels(gram, runs)
+    assert [title for title, _ in panels] == ["at initialisation (seed 3)",
+                                              "after training, median seed 3: 80% of patches meet their set",
+                                              "after training, best seed 0: 100%"]
+    assert [maps[0, 0] for _, maps in panels] == [3.0, -3.0, 0.0]
+    assert meeting == "1 of 5 seeds meet Definition 2.2 on P Pᵀ (every patch)"
+    panels, meeting = jsl.association_panels(gram, dict(runs, diverged=[True] * 5))
+    assert len(panels) == 1 and meeting.endswith("every seed diverged")

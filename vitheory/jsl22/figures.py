@@ -131,6 +131,28 @@ def real_accuracy_figure(runs: pd.DataFrame, positional_margin: float | None = N
     return fig
 
 
+def association_panels(gram: dict[str, torch.Tensor], vit_runs: dict[str, Any]) -> tuple[list[tuple[str, np.ndarray]], str]:
+    """JSL-2's maps from a representative seed, not a chosen one: of the seeds that did not diverge, the one
+    whose share of patches meeting their set (P P^T's Top_C, `pos_exact`) is the lower median, before and
+    after training, and the one with the largest share after; with the line "k of n seeds meet Definition
+    2.2" that says how typical each is."""
+    shares = {seed: run["pos_exact"] for seed, (run, diverged) in enumerate(zip(vit_runs["final"], vit_runs["diverged"]))
+              if not diverged}
+    meeting = f"{sum(share == 1.0 for share in shares.values())} of {len(vit_runs['final'])} seeds meet Definition 2.2 " \
+              "on P Pᵀ (every patch)"
+    if not shares:
+        return [("at initialisation (seed 0)", gram["initial"][0].numpy())], f"{meeting}: every seed diverged"
+    ranked = sorted(shares, key=lambda seed: (shares[seed], seed))
+    median = ranked[(len(ranked) - 1) // 2]
+    best = min(shares, key=lambda seed: (-shares[seed], seed))  # the largest share, its lowest seed
+    panels = [(f"at initialisation (seed {median})", gram["initial"][median].numpy()),
+              (f"after training, median seed {median}: {shares[median]:.0%} of patches meet their set",
+               gram["final"][median].numpy())]
+    if best != median:
+        panels.append((f"after training, best seed {best}: {shares[best]:.0%}", gram["final"][best].numpy()))
+    return panels, meeting
+
+
 def real_position_maps() -> list[tuple[str, np.ndarray]]:
     """For the natural-image and the permuted-image ViT (seed 0): the cosine similarity of its patch
     encodings, and beside it the mean |correlation| between the tokens' pixels in the training images
@@ -168,11 +190,10 @@ def render(params: Any, positional_margin: float | None = None) -> None:
     passes the claim's own, so the figure never copies a threshold)."""
     dpi, association_threshold = params.render.dpi, params.render.association_threshold
     gram = read_tensors(artifact("spatial_gram"), ("initial", "final"))
+    panels, meeting = association_panels(gram, read_json(artifact("spatial_metrics"))["runs"]["vit"])
     save_figure(similarity_maps_figure(
-        [("at initialisation (seed 0)", gram["initial"][0].numpy()),
-         ("after training (seed 0)", gram["final"][0].numpy())],
-        association_threshold, "[JSL22] positional-encoding similarity: tile (r, c) is patch (r, c)'s similarity "
-                               "to every patch"), ASSOCIATION, dpi)
+        panels, association_threshold, "[JSL22] positional-encoding similarity: tile (r, c) is patch (r, c)'s "
+                                       f"similarity to every patch; {meeting}"), ASSOCIATION, dpi)
     spatial_history = read_frame(artifact("spatial_history"), history.COLUMNS)
     chance = read_json(artifact("spatial_metrics"))["chance"]
     save_figure(spatial_training_figure(spatial_history, chance), SPATIAL_TRAINING, dpi)
