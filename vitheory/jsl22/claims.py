@@ -33,8 +33,8 @@ def _data_setting(params: Any) -> str:
         f"attention and {spatial.lr_readout} on v; a seed whose loss diverges at these rates stops there and counts "
         "as not learned (test error 1, Definition 2.2 met by no patch), their share `*diverged_seeds`. A second "
         f"data setting draws the same data model with a {data.variant_partition} partition: positional encodings "
-        "have no spatial prior, so a ViT must learn "
-        "those sets as well as contiguous ones, where a convolution could not.")
+        "have no spatial prior, so a ViT must learn those sets as well as contiguous ones, where a convolution "
+        "could not.")
 
 
 def _assumption_2(params: Any) -> str:
