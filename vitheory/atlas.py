@@ -165,8 +165,13 @@ def draw_atlas(rows: Sequence[Sequence[Any]], path: Path, dpi: int) -> None:
     fig, ax = plt.subplots(figsize=(1.2 + 0.45 * len(order), 0.8 + 0.3 * len(claims)))
     sns.heatmap(grid.astype(float), ax=ax, cmap=ListedColormap(list(VERDICT_COLOURS.values())), vmin=-0.5,
                 vmax=len(codes) - 0.5, cbar=False, linewidths=0.5, linecolor="white", mask=grid.isna())
+    same = table.pivot(index="claim", columns="point", values="unchanged").reindex(index=claims, columns=order)
+    for row, claim in enumerate(claims):  # a point whose knob does not reach the claim repeats the default
+        for column, point in enumerate(order[1:], start=1):
+            if same.loc[claim, point] == "true":
+                ax.text(column + 0.5, row + 0.5, "=", ha="center", va="center", fontsize="small", color="white")
     ax.add_patch(plt.Rectangle((0, 0), 1, len(claims), fill=False, edgecolor="black", linewidth=2))
-    ax.set_xlabel("point (one knob from the default, which is framed)")
+    ax.set_xlabel("point (one knob from the default, which is framed; =: the claim's record as at the default)")
     ax.set_ylabel("claim")
     ax.set_xticks(np.arange(len(order)) + 0.5, order, rotation=60, ha="right")
     ax.legend(handles=[Patch(color=colour, label=verdict) for verdict, colour in VERDICT_COLOURS.items()],
