@@ -9,7 +9,7 @@ import yaml
 from conftest import ROOT
 
 from vitheory import report
-from vitheory.atlas import atlas_rows, draw_atlas, queue_commands
+from vitheory.atlas import atlas_figure, atlas_rows, draw_atlas, queue_commands
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
 from vitheory.core.errors import ArtifactError, ParamsError
 from vitheory.grid import COLUMNS, NOT_MEASURED, Point, read_atlas, where_it_holds, where_lines
@@ -176,6 +176,14 @@ def test_the_figure_draws_every_claim_at_every_point(tmp_path):
     rows = _atlas({0.1: FAILS, 0.15: NOT_MEASURED, 0.2: HOLDS, 0.3: INCONCLUSIVE})
     draw_atlas([[row[column] for column in COLUMNS] for row in rows], tmp_path / "atlas.png", 50)
     assert (tmp_path / "atlas.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_figure_marks_a_point_that_leaves_a_claim_as_at_the_default():
+    default = [_record("LI-X", HOLDS), _record("LI-Y", HOLDS)]
+    found = {Point(KNOB, 0.1): [_record("LI-X", FAILS, value=-1.0), _record("LI-Y", HOLDS)]}
+    fig = atlas_figure(atlas_rows(default, {"generate": {"li_tokens": {"alpha_star": 0.2}}}, [KNOB], found))
+    marks = [(text.get_position(), text.get_text()) for text in fig.axes[0].texts]
+    assert marks == [((1.5, 1.5), "=")]  # LI-Y (row 1) at alpha* = 0.1 (column 1); never the default column
 
 
 def test_the_committed_atlas_holds_every_claim_at_the_default_of_every_knob_and_the_report_shows_where(default_params):

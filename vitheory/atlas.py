@@ -151,8 +151,9 @@ def read_points(root: Path, grid_points: Sequence[Point], done: Mapping[str, str
     return found
 
 
-def draw_atlas(rows: Sequence[Sequence[Any]], path: Path, dpi: int) -> None:
-    """Claims as rows, points as columns (the default first, marked), each cell the claim's verdict."""
+def atlas_figure(rows: Sequence[Sequence[Any]]) -> plt.Figure:
+    """Claims as rows, points as columns (the default first, marked), each cell the claim's verdict, marked
+    "=" where the point left the claim's record as at the default."""
     table = pd.DataFrame(rows, columns=COLUMNS)
     table["point"] = [DEFAULT if default == "true" else f"{knob}={value}"
                       for knob, value, default in zip(table["knob"], table["value"], table["default"])]
@@ -176,6 +177,12 @@ def draw_atlas(rows: Sequence[Sequence[Any]], path: Path, dpi: int) -> None:
     ax.set_xticks(np.arange(len(order)) + 0.5, order, rotation=60, ha="right")
     ax.legend(handles=[Patch(color=colour, label=verdict) for verdict, colour in VERDICT_COLOURS.items()],
               loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    return fig
+
+
+def draw_atlas(rows: Sequence[Sequence[Any]], path: Path, dpi: int) -> None:
+    """`atlas_figure` saved as a PNG at `path`, the same bytes for the same rows."""
+    fig = atlas_figure(rows)
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format="png", metadata={"Software": None})
     plt.close(fig)
