@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 import yaml
 from conftest import ROOT
 
@@ -323,6 +324,34 @@ def test_alternet_must_have_the_shape_of_the_cnn_it_is_compared_with():
         parse_params(with_value("pk_train.alternet.blocks", [2, 2]))
     with pytest.raises(ParamsError, match=r"pk_train\.alternet\.widths = \[16, 64\].*real\.models\.cnn\.widths"):
         parse_params(with_value("pk_train.alternet.widths", [16, 64]))
+
+
+@pytest.mark.parametrize(("dataset", "train_fraction"), [("cluttered_digits", 0.5), ("digits", 1.0)])
+def test_the_hessians_batches_must_fill_from_the_smallest_fractions_images_before_any_training(tmp_path, dataset,
+                                                                                              train_fraction):
+    """The count the check uses is the training split prepare_images writes (built here, no download); at
+    images.train_fraction 0.25 vit_small's 65 cluttered canvases cannot fill pk_analysis's 4 x 32 mini-batches,
+    and the loader says so (as the atlas's point at 0.25 failed in pk_analysis at ef00d5b), and so does the
+    atlas's grid check for a grid holding that point."""
+    from vitheory.images.prepare import prepare
+    from vitheory.images.training import load_images
+    from vitheory.params import grid_points, offline_training_labels
+
+    raw = with_value("images.dataset", dataset)
+    raw["images"]["train_fraction"] = train_fraction
+    params = parse_params(raw)
+    prepare(params.images, tmp_path)
+    written = load_images(tmp_path, ("train",), torch.device("cpu")).y["train"]
+    assert torch.equal(torch.bincount(offline_training_labels(params.images)), torch.bincount(written))
+    fits = with_value("images.train_fraction", 0.25)
+    with pytest.raises(ParamsError, match=r"4 x 32 exceeds the 65 training images model vit_small "
+                                          r"\(pk_train\.fractions 0\.1 of images\.train_fraction 0\.25\)"):
+        parse_params(fits)
+    fits["pk"]["hessian_batch_size"] = 16
+    parse_params(fits)
+    grid = with_value("atlas.knobs", {"images.train_fraction": [0.25, 1.0]})
+    with pytest.raises(ParamsError, match="images.train_fraction: its point 0.25 is not a valid params file"):
+        grid_points(grid)
 
 
 def test_pk7_needs_a_closing_attention_block_with_a_block_before_it_and_a_vit_of_two_blocks():
