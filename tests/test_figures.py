@@ -266,3 +266,10 @@ def test_the_association_maps_show_the_median_seed_and_the_best_not_seed_0():
     assert meeting == "1 of 5 seeds meet Definition 2.2 on P Pᵀ (every patch)"
     panels, meeting = jsl.association_panels(gram, dict(runs, diverged=[True] * 5))
     assert len(panels) == 1 and meeting.endswith("every seed diverged")
+
+
+@pytest.mark.parametrize(("scores", "seed"), [({0: 0.229, 1: 0.153, 2: 0.212, 3: 0.193, 4: 0.257, 5: 0.146}, 3),
+                                              ({0: 0.3, 1: 0.1, 2: 0.2}, 2), ({4: 1.0, 2: 1.0, 7: 0.0}, 2)])
+def test_a_figures_typical_seed_is_the_lower_median_ties_to_the_lower_seed(scores, seed):
+    """JSL-5's maps at committed scores: seed 0 (0.229) sits above the median, seed 3 is the lower median."""
+    assert jsl.median_seed(scores) == seed
