@@ -279,3 +279,23 @@ def test_the_table_without_a_committed_run_says_what_to_do(tmp_path, capsys, mon
     monkeypatch.chdir(tmp_path)
     assert main(["table"]) == 2
     assert capsys.readouterr().err.startswith("error: HEAD:params.yaml cannot be read")
+
+
+def test_the_table_reads_a_commits_grid_as_it_was_even_a_point_the_loader_now_refuses(tmp_path, monkeypatch):
+    """At ef00d5b the grid held images.train_fraction 0.25, which failed in pk_analysis; the loader refuses it
+    since, but the table of that commit still reads its grid (the point not run, or failed, is named), while
+    `queue` refuses to queue it."""
+    from dvc.repo import Repo
+
+    from vitheory.atlas import main, make_table
+
+    _git(tmp_path, "init", "-q")
+    Repo.init(str(tmp_path))
+    params = _raw({KNOB: [0.2, 0.3], "images.train_fraction": [0.25, 1.0]})
+    claims = json.loads((ROOT / "reports/claims.json").read_text())["claims"]
+    base = _commit(tmp_path, params, claims, "the run")
+    _experiment(tmp_path, base, _set(params, 0.3), claims, f"atlas-{KNOB}-0.3")
+    monkeypatch.chdir(tmp_path)
+    assert make_table(tmp_path) == ["atlas-images.train_fraction-0.25"]
+    assert {row["knob"] for row in read_atlas(tmp_path / "reports/atlas/atlas.csv")} == {KNOB, "images.train_fraction"}
+    assert main(["queue", "--dry"]) == 2

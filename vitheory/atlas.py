@@ -16,7 +16,8 @@ never queued again, and points run elsewhere arrive with `dvc exp pull` (README,
 offline) and reads each one's `reports/claims.json` from its commit (`git show`): claims.json is a
 git-tracked output, not a metric, so `dvc exp show --json` does not carry it, and exp show's rows also
 hold queued and failed experiments, whose revisions are stashes of the baseline. The default point is
-HEAD's own committed run. The table checks that each experiment ran at its point's value. A failed
+HEAD's own committed run. The table reads the grid as that commit had it, without checking its points
+again (`queue` does), and checks that each experiment ran at its point's value. A failed
 experiment of HEAD (its run stopped on an error: a training that diverged) is a point not measured, each
 claim's row there carrying the run's first error line from the queue's log (DVC's `celery_queue`); `queue`
 queues it again.
@@ -47,7 +48,7 @@ from vitheory.core.config import read_params_file
 from vitheory.core.errors import ArtifactError, ParamsError, VitheoryError
 from vitheory.core.figures import set_theme
 from vitheory.core.paths import artifact
-from vitheory.grid import COLUMNS, NOT_MEASURED, Point, lookup, value_text
+from vitheory.grid import COLUMNS, NOT_MEASURED, Point, lookup, points, value_text
 from vitheory.params import DEFAULT_PATH, parse_params
 from vitheory.params import grid_points as checked_points
 from vitheory.report import power_line
@@ -193,7 +194,9 @@ def make_table(root: Path, rev: str = "HEAD") -> list[str]:
     the names of the grid's points that have not run yet."""
     raw = yaml.safe_load(git_file(root, rev, DEFAULT_PATH))
     params = parse_params(raw)
-    grid_points = checked_points(raw)
+    # the grid as `rev` had it, its points not checked again: one that today's loader refuses may have run at
+    # `rev`, or failed there (a failed point is shown, with its error)
+    grid_points = points(params.atlas, raw)
     done, failures = experiments(root, rev)
     found = read_points(root, grid_points, done)
     default = json.loads(git_file(root, rev, artifact("claims")))["claims"]
