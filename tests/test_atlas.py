@@ -166,6 +166,11 @@ def test_a_knob_that_leaves_a_claim_as_it_is_gets_no_reading():
     assert said["LI-X"] == [f"`{KNOB}`: from 0.2"]
     assert said["LI-Y"] == [f"the same at every value of `{KNOB}`: each point's record equals the default's "
                             "(these knobs do not reach what it measures)"]
+    failed = {Point(KNOB, 0.4): "error: training loss became nan at step 3"}  # says nothing of what the knob reaches
+    rows = [dict(zip(COLUMNS, map(str, row)))
+            for row in atlas_rows(default, {"generate": {"li_tokens": {"alpha_star": 0.2}}}, [KNOB], found, failed)]
+    assert where_lines(rows)["LI-Y"] == said["LI-Y"]
+    assert where_lines(rows)["LI-X"][0] == f"`{KNOB}`: from 0.2 (not measured at 0.4: not read as a flip)"
     found[Point(KNOB, 0.3)][1] = _record("LI-Y", HOLDS, value=0.6)
     rows = [dict(zip(COLUMNS, map(str, row)))
             for row in atlas_rows(default, {"generate": {"li_tokens": {"alpha_star": 0.2}}}, [KNOB], found)]

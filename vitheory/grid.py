@@ -196,9 +196,11 @@ def where_lines(rows: Sequence[Mapping[str, str]]) -> dict[str, list[str]]:
     """Each claim's "where it holds" along every knob that moved it, one line naming the knobs that did not
     (at each of their points its record equals the default's), then the power line of each inconclusive
     point a knob moved and the error of each failed one."""
-    unchanged: dict[tuple[str, str], set[str]] = {}  # (claim, knob) -> the `unchanged` of its other points
+    # (claim, knob) -> the `unchanged` of its other measured points: which stages a knob reaches does not
+    # depend on its value, so a failed point leaves the reading to the others
+    unchanged: dict[tuple[str, str], set[str]] = {}
     for row in rows:
-        if row["default"] == "false":
+        if row["default"] == "false" and not row["failure"]:
             unchanged.setdefault((row["claim"], row["knob"]), set()).add(row["unchanged"])
     unmoved = {line for line, flags in unchanged.items() if flags == {"true"}}
     said: dict[str, list[str]] = {}
