@@ -73,9 +73,9 @@ def hessian_fits_smallest_fraction(params: ParamsView) -> None:
     here in seconds, not in pk_analysis after the image stages' trainings."""
     labels = offline_training_labels(params.images)
     if labels is not None:
-        smallest = min(params.pk_train.fractions)
+        smallest, share = min(params.pk_train.fractions), params.images.train_fraction
         check_batches(len(fraction_index(labels, smallest, params.images.seed)), params.pk,
-                      f"vit_small (pk_train.fractions {smallest:g} of images.train_fraction {params.images.train_fraction:g})")
+                      f"vit_small (pk_train.fractions {smallest:g} of images.train_fraction {share:g})")
 
 
 def leaves(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:

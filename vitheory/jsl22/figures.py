@@ -137,15 +137,17 @@ def median_seed(scores: dict[int, float]) -> int:
     return ranked[(len(ranked) - 1) // 2]
 
 
-def association_panels(gram: dict[str, torch.Tensor], vit_runs: dict[str, Any]) -> tuple[list[tuple[str, np.ndarray]], str]:
+def association_panels(gram: dict[str, torch.Tensor], vit_runs: dict[str, Any]
+                       ) -> tuple[list[tuple[str, np.ndarray]], str]:
     """JSL-2's maps from a representative seed, not a chosen one: of the seeds that did not diverge, the one
     whose share of patches meeting their set (P P^T's Top_C, `pos_exact`) is the lower median, before and
     after training, and the one with the largest share after; with the line "k of n seeds meet Definition
     2.2" that says how typical each is."""
-    shares = {seed: run["pos_exact"] for seed, (run, diverged) in enumerate(zip(vit_runs["final"], vit_runs["diverged"]))
+    finals = vit_runs["final"]
+    shares = {seed: run["pos_exact"] for seed, (run, diverged) in enumerate(zip(finals, vit_runs["diverged"]))
               if not diverged}
-    meeting = f"{sum(share == 1.0 for share in shares.values())} of {len(vit_runs['final'])} seeds meet Definition 2.2 " \
-              "on P Pᵀ (every patch)"
+    meeting = (f"{sum(share == 1.0 for share in shares.values())} of {len(finals)} seeds meet Definition 2.2 "
+               "on P Pᵀ (every patch)")
     if not shares:
         return [("at initialisation (seed 0)", gram["initial"][0].numpy())], f"{meeting}: every seed diverged"
     median = median_seed(shares)
