@@ -170,8 +170,8 @@ def real_position_maps() -> list[tuple[str, np.ndarray]]:
     maps = []
     for pixels in runs("real_pixels"):
         seeds = read_json(artifact("real_metrics") / f"{run_name('vit', pixels)}.json")["runs"]
-        seed = median_seed({int(name.removeprefix("seed_")): run["structure"] - run["shuffled_structure"]
-                            for name, run in seeds.items()})
+        runs_by_seed = {seed: seeds[seed_folder(seed)] for seed in range(len(seeds))}
+        seed = median_seed({seed: run["structure"] - run["shuffled_structure"] for seed, run in runs_by_seed.items()})
         folder = artifact("real_models") / run_name("vit", pixels) / seed_folder(seed)
         model = load_checkpoint(folder)
         permutation = checkpoint_metadata(folder)["permutation"]
@@ -209,7 +209,8 @@ def render(params: Any, positional_margin: float | None = None) -> None:
     chance = read_json(artifact("spatial_metrics"))["chance"]
     save_figure(spatial_training_figure(spatial_history, chance), SPATIAL_TRAINING, dpi)
     save_figure(real_accuracy_figure(real_runs(), positional_margin), REAL_ACCURACY, dpi)
-    save_figure(similarity_maps_figure(real_position_maps(), -1.0, "ViT positional encodings on real images (each run's seed of median structure score)",
+    save_figure(similarity_maps_figure(real_position_maps(), -1.0, "ViT positional encodings on real images "
+                                       "(each run's seed of median structure score)",
                                        "cos(p_i, p_j); right: mean |corr|", columns=2), POSITIONAL_MAPS, dpi)
     save_figure(transfer_figure(read_frame(artifact("transfer_runs"), TRANSFER_COLUMNS), params.transfer.target_error),
                 TRANSFER, dpi)
