@@ -9,9 +9,10 @@ import yaml
 from conftest import ROOT
 
 from vitheory import report
-from vitheory.atlas import atlas_figure, atlas_rows, draw_atlas, queue_commands
+from vitheory.atlas import atlas_figure, atlas_rows, queue_commands
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
 from vitheory.core.errors import ArtifactError, ParamsError
+from vitheory.core.figures import save_png
 from vitheory.grid import COLUMNS, NOT_MEASURED, Point, read_atlas, where_it_holds, where_lines
 from vitheory.params import grid_points, parse_params
 
@@ -179,8 +180,11 @@ def test_a_knob_that_leaves_a_claim_as_it_is_gets_no_reading():
 
 def test_the_figure_draws_every_claim_at_every_point(tmp_path):
     rows = _atlas({0.1: FAILS, 0.15: NOT_MEASURED, 0.2: HOLDS, 0.3: INCONCLUSIVE})
-    draw_atlas([[row[column] for column in COLUMNS] for row in rows], tmp_path / "atlas.png", 50)
+    table = [[row[column] for column in COLUMNS] for row in rows]
+    save_png(atlas_figure(table), tmp_path / "atlas.png", 50)
+    save_png(atlas_figure(table), tmp_path / "again.png", 50)
     assert (tmp_path / "atlas.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "atlas.png").read_bytes() == (tmp_path / "again.png").read_bytes()  # same rows, same bytes
 
 
 def test_the_figure_marks_a_point_that_leaves_a_claim_as_at_the_default():

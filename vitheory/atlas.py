@@ -42,11 +42,11 @@ import yaml
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
-from vitheory.core.artifacts import atomic_path, write_table
+from vitheory.core.artifacts import write_table
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, labelled_checks
 from vitheory.core.config import read_params_file
 from vitheory.core.errors import ArtifactError, ParamsError, VitheoryError
-from vitheory.core.figures import set_theme
+from vitheory.core.figures import save_png, set_theme
 from vitheory.core.paths import artifact
 from vitheory.grid import COLUMNS, NOT_MEASURED, Point, lookup, points, value_text
 from vitheory.params import DEFAULT_PATH, parse_params
@@ -181,14 +181,6 @@ def atlas_figure(rows: Sequence[Sequence[Any]]) -> plt.Figure:
     return fig
 
 
-def draw_atlas(rows: Sequence[Sequence[Any]], path: Path, dpi: int) -> None:
-    """`atlas_figure` saved as a PNG at `path`, the same bytes for the same rows."""
-    fig = atlas_figure(rows)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format="png", metadata={"Software": None})
-    plt.close(fig)
-
-
 def make_table(root: Path, rev: str = "HEAD") -> list[str]:
     """reports/atlas/atlas.csv and atlas.png from commit `rev`'s run and its finished experiments; returns
     the names of the grid's points that have not run yet."""
@@ -205,7 +197,7 @@ def make_table(root: Path, rev: str = "HEAD") -> list[str]:
     rows = atlas_rows(default, raw, list(params.atlas.knobs), found, failed_points)
     write_table(root / artifact("atlas_table"), COLUMNS, rows)
     set_theme(params.render.context)
-    draw_atlas(rows, root / artifact("atlas_figure"), params.render.dpi)
+    save_png(atlas_figure(rows), root / artifact("atlas_figure"), params.render.dpi)
     return [point.name for point in grid_points if point not in found and point not in failed_points]
 
 

@@ -52,8 +52,13 @@ def set_theme(context: str) -> None:
 
 
 def save_figure(fig: plt.Figure, name: str, dpi: int) -> None:
-    """Save as `<figures>/<name>.png`; no timestamp or version in the file: same figure, same bytes."""
-    with atomic_path(figure_path(name)) as tmp:
+    """Save as `<figures>/<name>.png` (`save_png`)."""
+    save_png(fig, figure_path(name), dpi)
+
+
+def save_png(fig: plt.Figure, path: Path, dpi: int) -> None:
+    """Save as a PNG at `path`, then close; no timestamp or version in the file: same figure, same bytes."""
+    with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format="png", metadata={"Software": None})
     plt.close(fig)
 
