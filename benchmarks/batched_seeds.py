@@ -29,6 +29,7 @@ import yaml
 
 from vitheory.core.device import resolve_device
 from vitheory.images.batched import train_batched
+from vitheory.images.params import CompileParams
 from vitheory.images.prepare import prepare
 from vitheory.images.recipe import FitTask
 from vitheory.images.training import build_model, load_images, run_task
@@ -69,7 +70,7 @@ def main() -> None:
     shape = (data.image_size, data.channels, data.n_classes)
     build = (partial(build_alternet, params.pk_train.alternet, *shape) if args.model == "alternet"
              else partial(build_model, getattr(params.real.models, args.model), *shape))
-    cfg = replace(params.real, compile=False)
+    cfg = replace(params.real, compile_by_kind=CompileParams.every_kind(False))
     torch.set_num_threads(1)  # as run_task trains (it sets one thread): both lines alike on a CPU
 
     def tasks(seeds: int) -> list[FitTask]:

@@ -4,7 +4,7 @@
 
 Trains one model's seeds as `train_real` does (`run_tasks`: one single-thread worker per core, the
 held-out splits evaluated every `real.eval_every` epochs), on the default preset's images prepared
-into a temporary folder, once eager and once with `real.compile` on for the model's kind, each in a
+into a temporary folder, once eager and once with `real.compile_by_kind` on for the model's kind, each in a
 fresh process with a cold inductor cache of its own (a first `dvc repro` compiles from nothing; every
 worker pays its compile, and the last, smaller batch of an epoch is a second graph). The variants
 alternate `--repeats` times; prints each one's wall-clock seconds and the ratio eager / compiled with
@@ -47,7 +47,7 @@ def stage_seconds(model: str, seeds: int, epochs: int, compiled: bool, images: P
     build = (partial(build_alternet, params.pk_train.alternet, *shape) if model == "alternet"
              else partial(build_model, getattr(params.real.models, model), *shape))
     kind = type(build()).KIND
-    cfg = replace(params.real, compile=replace(CompileParams.every_kind(False), **{kind: compiled}))
+    cfg = replace(params.real, compile_by_kind=replace(CompileParams.every_kind(False), **{kind: compiled}))
     held_out = {name: (data.x[name], data.y[name]) for name in ("val", "test")}
     tasks = [FitTask(build, cfg, data.x["train"], data.y["train"], epochs, seed, held_out, desc=f"{model} seed {seed}")
              for seed in range(seeds)]

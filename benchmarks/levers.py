@@ -4,7 +4,7 @@
 
 Each lever's variants run alternated, repeat after repeat, so that they share the machine's load:
 - the image trainer (`vitheory.images.training.fit`, the default ViT on the default images' shape,
-  batch `real.batch_size`): eager against `real.compile`, on 1 thread (as `run_tasks`' workers train)
+  batch `real.batch_size`): eager against `real.compile_by_kind`, on 1 thread (as `run_tasks`' workers train)
   and on 2; the compile's first call, timed apart, is left out of the ratio;
 - with `--alternet`, one `pk_train` model (AlterNet, its default preset) on 1 thread: eager (before)
   against compiled (after); without it pk_train's projection takes the ViT's ratio;
@@ -75,8 +75,8 @@ def main() -> None:
     parser.add_argument("--alternet", action="store_true", help="also the pk_train model (a cold compile of minutes)")
     args = parser.parse_args()
     params = load_params(DEFAULT_PATH)
-    eager = replace(params.real, compile=CompileParams.every_kind(False))
-    compiled = replace(params.real, compile=CompileParams.every_kind(True))
+    eager = replace(params.real, compile_by_kind=CompileParams.every_kind(False))
+    compiled = replace(params.real, compile_by_kind=CompileParams.every_kind(True))
     with tempfile.TemporaryDirectory() as folder:
         prepare(params.images, Path(folder) / "images")
         data = load_images(Path(folder) / "images", ("train",), torch.device("cpu"))

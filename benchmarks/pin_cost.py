@@ -10,7 +10,7 @@ trainings as the pipeline runs them: 100 SGD steps of `train_li_vit` (params.yam
 threads), and 20 AdamW steps of the default real-image ViT and of the CNN (params.yaml's recipe, one
 thread, as a `train_real` worker, on random images of the cluttered canvas's shape). With
 `--pk-train`, also AlterNet (pk_train's other model with attention) and the ViT's and AlterNet's
-steps through `real.compile`, timed after a first compiled pass (the compile itself, left out): issue
+steps through `real.compile_by_kind`, timed after a first compiled pass (the compile itself, left out): issue
 42's levers together with a setting. Prints each setting's fastest seconds per training, then each
 setting's ratio to the first one's, training by training, with the load average.
 """
@@ -53,7 +53,7 @@ def measure(pk_train: bool) -> dict[str, float]:
     cfg, side = params.real, params.images.cluttered.canvas
     x = torch.randn(STEPS * cfg.batch_size, 1, side, side, generator=torch.Generator().manual_seed(0))
     y = torch.randint(0, 10, (len(x),), generator=torch.Generator().manual_seed(1))
-    compiled = replace(cfg, compile=CompileParams.every_kind(True))
+    compiled = replace(cfg, compile_by_kind=CompileParams.every_kind(True))
     builders = {name: partial(build_model, getattr(cfg.models, name), side, 1, 10) for name in ("vit", "cnn")}
     if pk_train:
         builders["alternet"] = partial(build_alternet, params.pk_train.alternet, side, 1, 10)

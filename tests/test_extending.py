@@ -72,12 +72,12 @@ class ToyPreset(Section):
 ]
 KNOB = [
     insert_after("vitheory/images/params.py",
-                 "    compile: CompileParams = knob()",
+                 "    compile_by_kind: CompileParams = knob()  # torch.compile, one switch per model kind",
                  '    label_smoothing: float = knob(Rule(lambda v: 0 <= v < 1, "in [0, 1)"))  # of the cross-entropy'),
     insert_after("params.yaml",
                  "    alternet: false       # pk_train's AlterNet",
                  "  label_smoothing: 0.0    # of the cross-entropy: 0 trains on the labels as they are"),
-    insert_after("dvc.yaml", "      - real.compile", "      - real.label_smoothing"),
+    insert_after("dvc.yaml", "      - real.compile_by_kind", "      - real.label_smoothing"),
 ]
 CLAIM = [
     insert_before("vitheory/jsl22/claims.py", "PAPER = Paper(", '''def _toy_statistics(samples: Samples) -> Measured:

@@ -10,8 +10,9 @@ import torch
 from conftest import ROOT
 
 from vitheory.images import datasets as images
+from vitheory.images import training
 from vitheory.images.batched import BatchedFit, batches, train_batched
-from vitheory.images.params import ResNetPreset, ViTPreset
+from vitheory.images.params import CompileParams, ResNetPreset, ViTPreset
 from vitheory.images.recipe import FitTask
 from vitheory.images.training import Normalizer, build_model, pixel_permutation, run_task
 from vitheory.params import load_params
@@ -129,3 +130,45 @@ def test_the_batched_evaluation_counts_a_seed_with_nan_outputs_wrong():
     metrics = fit.evaluate()
     assert all(split["accuracy"] == 0.0 for split in metrics[1].values())
     assert all(split["accuracy"] > 0.0 for split in metrics[0].values())
+
+
+def _dispatched(monkeypatch, tasks: list[FitTask]) -> dict[str, list[int]]:
+    """Which trainer `run_tasks` hands each task to on a GPU (CUDA stood in for: both trainers recorded,
+    nothing trained), by the tasks' seeds."""
+    chosen: dict[str, list[int]] = {"batched": [], "one at a time": []}
+
+    def batched(family, device, progress):
+        chosen["batched"] += [task.seed for task in family]
+        return [f"batched {task.seed}" for task in family]
+
+    def alone(task, device, progress):
+        chosen["one at a time"].append(task.seed)
+        return f"alone {task.seed}"
+
+    monkeypatch.setattr(training, "train_batched", batched)
+    monkeypatch.setattr(training, "run_task", alone)
+    results = training.run_tasks(tasks, torch.device("cuda"), progress=False)
+    assert results == [next(f"{how} {task.seed}" for how in ("batched", "alone")
+                            if task.seed in chosen["batched" if how == "batched" else "one at a time"])
+                       for task in tasks]
+    return chosen
+
+
+@pytest.mark.parametrize("model", BUILDS)
+def test_on_a_gpu_a_family_of_seeds_trains_batched_unless_its_kind_compiles(monkeypatch, model):
+    """Every compile switch off: the batched trainer. The switch of the family's kind on: one seed after the
+    other, as the per-seed trainer compiles it; another kind's switch on changes nothing."""
+    off = CompileParams.every_kind(False)
+    assert _dispatched(monkeypatch, _tasks(model, compile_by_kind=off)) == {"batched": [*SEEDS], "one at a time": []}
+    own = replace(off, **{model: True})
+    assert _dispatched(monkeypatch, _tasks(model, compile_by_kind=own)) == {"batched": [], "one at a time": [*SEEDS]}
+    other = replace(off, **{next(kind for kind in BUILDS if kind != model): True})
+    assert _dispatched(monkeypatch, _tasks(model, compile_by_kind=other)) == {"batched": [*SEEDS], "one at a time": []}
+
+
+def test_on_a_gpu_compiled_and_eager_families_keep_the_tasks_order(monkeypatch):
+    """A stage's tasks of two kinds, one compiled: each to its trainer, the results in the tasks' order."""
+    cfg = replace(CompileParams.every_kind(False), cnn=True)
+    vit, cnn = _tasks("vit", compile_by_kind=cfg), _tasks("cnn", compile_by_kind=cfg)
+    mixed = [replace(task, seed=10 + task.seed) for task in cnn[:1]] + vit + [replace(cnn[1], seed=11)]
+    assert _dispatched(monkeypatch, mixed) == {"batched": [*SEEDS], "one at a time": [10, 11]}

@@ -1,4 +1,4 @@
-"""The image trainers' torch.compile switches (real.compile, one per model kind): validated like every knob,
+"""The image trainers' torch.compile switches (real.compile_by_kind, one per model kind): validated like every knob,
 a worker compiling a kind once for all its seeds, its on-disk cache kept out of git and of every DVC output."""
 
 import subprocess
@@ -21,9 +21,9 @@ from vitheory.pk22.models import AlterNet
 
 def test_each_compile_switch_takes_only_true_or_false_and_says_so_in_one_line():
     raw = yaml.safe_load((ROOT / "params.yaml").read_text())
-    assert all(isinstance(on, bool) for on in vars(parse_params(raw).real.compile).values())
-    raw["real"]["compile"]["vit"] = "yes"
-    with pytest.raises(ParamsError, match=r"^real\.compile\.vit.*'yes'.*true or false[^\n]*$"):
+    assert all(isinstance(on, bool) for on in vars(parse_params(raw).real.compile_by_kind).values())
+    raw["real"]["compile_by_kind"]["vit"] = "yes"
+    with pytest.raises(ParamsError, match=r"^real\.compile_by_kind\.vit.*'yes'.*true or false[^\n]*$"):
         parse_params(raw)
 
 
@@ -33,9 +33,9 @@ def test_every_image_model_kind_has_its_switch_and_only_its_own_turns_it_on():
     assert sorted(kinds) == sorted(f.name for f in fields(CompileParams))
     cfg = load_params().real
     for kind in kinds:
-        only = replace(cfg, compile=replace(CompileParams.every_kind(False), **{kind: True}))
+        only = replace(cfg, compile_by_kind=replace(CompileParams.every_kind(False), **{kind: True}))
         assert [compiles(model, only) for model in models] == [k == kind for k in kinds]
-    assert not compiles(torch.nn.Linear, replace(cfg, compile=CompileParams.every_kind(True)))
+    assert not compiles(torch.nn.Linear, replace(cfg, compile_by_kind=CompileParams.every_kind(True)))
 
 
 def test_a_worker_compiles_a_model_kind_once_for_every_seed(monkeypatch):
@@ -43,7 +43,7 @@ def test_a_worker_compiles_a_model_kind_once_for_every_seed(monkeypatch):
     (dynamo's backend swapped for its eager one: what is counted is dynamo's capture, not inductor's code)."""
     monkeypatch.setattr(torch, "compile", partial(torch.compile, backend="eager"))
     cfg = replace(load_params().real, batch_size=8, warmup_epochs=0,
-                  compile=replace(CompileParams.every_kind(False), vit=True))
+                  compile_by_kind=replace(CompileParams.every_kind(False), vit=True))
     preset = ViTPreset(patch=2, depth=1, heads=2, width=8, mlp_ratio=1, attention="vanilla", pool="cls")
     x, y = torch.randn(16, 1, 4, 4), torch.randint(0, 3, (16,))
     torch._dynamo.reset()

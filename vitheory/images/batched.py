@@ -12,7 +12,7 @@ keeps one process per seed (a vmapped ensemble measured 0.94x there on two cores
 
 Resume: after every epoch each seed saves the RunState `fit` saves, in its format, so a run resumes
 batched or alone; seeds saved after different epochs resume as separate batches. The step runs
-eagerly: with `real.compile` run_tasks keeps the per-seed path.
+eagerly: with `real.compile_by_kind` run_tasks keeps the per-seed path.
 """
 
 from __future__ import annotations

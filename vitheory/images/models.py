@@ -85,7 +85,7 @@ class SmallViT(nn.Module):
         pool: `cls` or `gap`.
     """
 
-    KIND: ClassVar[str] = "vit"  # its switch in real.compile
+    KIND: ClassVar[str] = "vit"  # its switch in real.compile_by_kind
 
     def __init__(self, *, image_size: int, channels: int, n_classes: int, patch: int, depth: int, heads: int,
                  width: int, mlp_ratio: int, attention: str, pool: str):
@@ -167,7 +167,7 @@ class SmallResNet(nn.Module):
         channels, n_classes: the data's. widths: channels per stage. blocks: residual blocks per stage.
     """
 
-    KIND: ClassVar[str] = "cnn"  # its switch in real.compile
+    KIND: ClassVar[str] = "cnn"  # its switch in real.compile_by_kind
 
     def __init__(self, *, channels: int, n_classes: int, widths: Sequence[int], blocks: Sequence[int]):
         super().__init__()

@@ -122,7 +122,7 @@ class RealTrainParams(Section):
     hflip: bool = knob()
     permutation_seed: int = knob(NON_NEGATIVE)
     permutation_block: int = knob(at_least(1))  # side of the squares the permutation moves (1: pixels)
-    compile: CompileParams = knob()
+    compile_by_kind: CompileParams = knob()  # torch.compile, one switch per model kind
     models: RealModels = knob()
 
 

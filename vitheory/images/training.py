@@ -132,10 +132,10 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int
 
 
 def compiles(model_class: type[nn.Module], cfg: RealTrainParams) -> bool:
-    """Whether `cfg.compile` switches torch.compile on for the model kind `model_class.KIND` (a class
+    """Whether `cfg.compile_by_kind` switches torch.compile on for the model kind `model_class.KIND` (a class
     without one trains eager)."""
     kind = getattr(model_class, "KIND", None)
-    return kind is not None and getattr(cfg.compile, kind)
+    return kind is not None and getattr(cfg.compile_by_kind, kind)
 
 
 def compiled(model: nn.Module) -> Callable[..., torch.Tensor]:
@@ -156,7 +156,7 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams
     `token_keep(batch) -> (B, k)` trains with sparsified tokens (the model must accept `keep`).
     `on_epoch(epoch)` returns the metrics to log after each epoch. With a `state`, training starts
     from its last saved epoch and saves after each epoch, with those metrics: a resumed run ends with
-    the same bytes as an uninterrupted one. Where `cfg.compile` switches it on for the model's kind,
+    the same bytes as an uninterrupted one. Where `cfg.compile_by_kind` switches it on for the model's kind,
     the training step's forward and backward go through torch.compile. Raises TrainingDiverged when the loss becomes non-finite.
     """
     generator = torch.Generator().manual_seed(seed)
@@ -220,17 +220,30 @@ def run_task(task: FitTask, device: str, progress: bool = True) -> FitResult:
     return FitResult({k: v.cpu() for k, v in model.state_dict().items()}, log, final)
 
 
+def task_compiles(task: FitTask) -> bool:
+    """Whether `task.cfg.compile_by_kind` switches torch.compile on for the kind of model the task builds
+    (built on the meta device: no memory, no draw from the random generators)."""
+    with torch.device("meta"):
+        return compiles(type(task.build()), task.cfg)
+
+
 def run_tasks(tasks: Sequence[FitTask], device: torch.device, progress: bool = True) -> list[FitResult]:
     """Every task, in order of `tasks`. On a CPU, one single-thread worker process per core runs them
     side by side (measured here: faster than one process using both cores for models this small, see
     benchmarks/image_trainer.py); on a GPU each family of seeds trains as one batched model (vitheory.images.batched),
-    without real.compile, else one after the other."""
-    if device.type == "cuda" and not any(task.cfg.compile for task in tasks):
-        return train_batched(tasks, device, progress)
+    but the tasks whose model kind `real.compile_by_kind` compiles, which train one after the other."""
+    if device.type == "cuda":
+        results: list[FitResult | None] = [None] * len(tasks)
+        eager = [i for i, task in enumerate(tasks) if not task_compiles(task)]
+        for i, result in zip(eager, train_batched([tasks[i] for i in eager], device, progress)):
+            results[i] = result
+        for i in sorted(set(range(len(tasks))) - set(eager)):
+            results[i] = run_task(tasks[i], device.type, progress)
+        return results
     workers = min(len(tasks), len(os.sched_getaffinity(0)))
     # the stage's overall bar, over its trainings (each training has its own, by epoch)
     overall = partial(tqdm, total=len(tasks), desc=f"{len(tasks)} trainings", disable=not progress, mininterval=1.0)
-    if device.type == "cuda" or workers <= 1:
+    if workers <= 1:
         return list(overall(run_task(task, device.type, progress) for task in tasks))
     with worker_pool(workers) as pool:
         return list(overall(pool.map(run_task, tasks, [device.type] * len(tasks), [progress] * len(tasks))))

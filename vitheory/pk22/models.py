@@ -37,7 +37,7 @@ class AlterNet(nn.Module):
         stage downsamples and stays a conv block). heads: attention heads.
     """
 
-    KIND: ClassVar[str] = "alternet"  # its switch in real.compile
+    KIND: ClassVar[str] = "alternet"  # its switch in real.compile_by_kind
 
     def __init__(self, *, image_size: int, channels: int, n_classes: int, widths: Sequence[int],
                  blocks: Sequence[int], attention: Sequence[int], heads: int):
