@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 import yaml
 
+from vitheory.core.config import set_value_at
 from vitheory.core.device import seeded
 from vitheory.images.prepare import prepare
 from vitheory.images.training import build_model, evaluate, fit, load_images
@@ -29,9 +30,8 @@ from vitheory.preset import merge
 def dotted(assignment: str) -> dict:
     """`a.b.c=value` -> {"a": {"b": {"c": value}}}, the value read as YAML."""
     key, _, value = assignment.partition("=")
-    tree: dict = yaml.safe_load(value)
-    for part in reversed(key.split(".")):
-        tree = {part: tree}
+    tree: dict = {}
+    set_value_at(tree, key, yaml.safe_load(value))
     return tree
 
 

@@ -11,9 +11,10 @@ from conftest import ROOT
 from vitheory import report
 from vitheory.atlas import atlas_figure, atlas_rows, queue_commands
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
+from vitheory.core.config import value_at
 from vitheory.core.errors import ArtifactError, ParamsError
 from vitheory.core.figures import save_png
-from vitheory.grid import COLUMNS, NOT_MEASURED, Point, read_atlas, where_it_holds, where_lines
+from vitheory.grid import COLUMNS, NOT_MEASURED, Point, read_atlas, where_it_holds, where_lines, with_value
 from vitheory.params import grid_points, parse_params
 
 KNOB = "generate.li_tokens.alpha_star"
@@ -58,16 +59,10 @@ def test_the_committed_grid_passes_and_its_points_leave_the_default_out(default_
     found = grid_points(raw)
     assert found and all(point.value != raw["generate"]["li_tokens"]["alpha_star"] for point in found
                          if point.knob == KNOB)
-    assert len(found) == sum(value != _lookup(raw, key) for key, values in default_params.atlas.knobs.items()
+    assert len(found) == sum(value != value_at(raw, key) for key, values in default_params.atlas.knobs.items()
                              for value in values)
     for point in found:  # every name a git ref name: `dvc exp run --name` takes it
         assert subprocess.run(["git", "check-ref-format", f"refs/exps/{point.name}"]).returncode == 0, point.name
-
-
-def _lookup(raw, key):
-    for part in key.split("."):
-        raw = raw[part]
-    return raw
 
 
 @pytest.mark.parametrize(("knobs", "message"), [
@@ -249,8 +244,8 @@ def test_the_table_reads_each_finished_experiment_of_head_from_its_commit(tmp_pa
     claims, flipped = ([dict(record, verdict=verdict) if record["id"] == "LI-3" else record for record in committed]
                        for verdict in (HOLDS, FAILS))
     base = _commit(tmp_path, params, claims, "the run")
-    _experiment(tmp_path, base, _set(params, 0.1), flipped, f"atlas-{KNOB}-0.1")
-    _experiment(tmp_path, base, _set(params, 0.3), claims, f"atlas-{KNOB}-0.3")
+    _experiment(tmp_path, base, with_value(params, KNOB, 0.1), flipped, f"atlas-{KNOB}-0.1")
+    _experiment(tmp_path, base, with_value(params, KNOB, 0.3), claims, f"atlas-{KNOB}-0.3")
     monkeypatch.chdir(tmp_path)
     assert make_table(tmp_path) == []
     rows = read_atlas(tmp_path / "reports/atlas/atlas.csv")
@@ -264,15 +259,9 @@ def test_the_table_reads_each_finished_experiment_of_head_from_its_commit(tmp_pa
     assert make_table(tmp_path, rev=base[:7]) == []  # `table --rev`: the experiments of the commit they ran at
     assert read_atlas(tmp_path / "reports/atlas/atlas.csv") == rows
     _git(tmp_path, "reset", "-q", "--hard", base)
-    _experiment(tmp_path, base, _set(params, 0.25), claims, f"atlas-{KNOB}-0.3")  # renamed by hand
+    _experiment(tmp_path, base, with_value(params, KNOB, 0.25), claims, f"atlas-{KNOB}-0.3")  # renamed by hand
     with pytest.raises(ParamsError, match=f"experiment atlas-{KNOB}-0.3 ran with {KNOB} = 0.25, not 0.3"):
         make_table(tmp_path)
-
-
-def _set(params, value):
-    changed = json.loads(json.dumps(params))
-    changed["generate"]["li_tokens"]["alpha_star"] = value
-    return changed
 
 
 def test_a_table_of_other_columns_is_refused(tmp_path):
@@ -303,7 +292,7 @@ def test_the_table_reads_a_commits_grid_as_it_was_even_a_point_the_loader_now_re
     params = _raw({KNOB: [0.2, 0.3], "images.train_fraction": [0.25, 1.0]})
     claims = json.loads((ROOT / "reports/claims.json").read_text())["claims"]
     base = _commit(tmp_path, params, claims, "the run")
-    _experiment(tmp_path, base, _set(params, 0.3), claims, f"atlas-{KNOB}-0.3")
+    _experiment(tmp_path, base, with_value(params, KNOB, 0.3), claims, f"atlas-{KNOB}-0.3")
     monkeypatch.chdir(tmp_path)
     assert make_table(tmp_path) == ["atlas-images.train_fraction-0.25"]
     assert {row["knob"] for row in read_atlas(tmp_path / "reports/atlas/atlas.csv")} == {KNOB, "images.train_fraction"}

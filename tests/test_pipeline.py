@@ -26,7 +26,7 @@ import vitheory
 from vitheory.core.checkpoint import save_checkpoint
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
 from vitheory.core.cli import TIMINGS
-from vitheory.core.config import view
+from vitheory.core.config import set_value_at, view
 from vitheory.core.errors import ParamsError
 from vitheory.core.paths import artifact, outputs, stages
 from vitheory.grid import COLUMNS as ATLAS_COLUMNS
@@ -147,13 +147,6 @@ TINY = {"generate.li_tokens.n_train": 64, "generate.li_tokens.n_test": 64,
         "pk.hessian_tol": 0.01, "pk.hessian_density_steps": 4, "pk.hessian_deflate": 2, "pk.hessian_density_probes": 2, "pk_train.fractions": [0.5], "pk_train.alternet.widths": [8, 16], "real.models.cnn.widths": [8, 16]}
 
 
-def _set(params: dict, dotted: str, value) -> None:
-    *parents, last = dotted.split(".")
-    for key in parents:
-        params = params[key]
-    params[last] = value
-
-
 def _run(cmd, cwd, check=True, env=None):
     env = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
                         "DVC_NO_ANALYTICS": "1", "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "t@t",
@@ -197,7 +190,7 @@ def repo(tmp_path_factory):
             shutil.copy2(ROOT / rel, copy / rel)
     params = yaml.safe_load((copy / "params.yaml").read_text())
     for key, value in TINY.items():
-        _set(params, key, value)
+        set_value_at(params, key, value)
     (copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     _run(["git", "init", "-q"], copy)
     _run(["git", "add", "-A"], copy)
@@ -329,7 +322,7 @@ def test_bad_param_fails_with_one_line_and_keeps_outputs(repo):
     model = repo / artifact("li_vit") / "seed_0" / "model.safetensors"
     before = model.read_bytes(), (repo / artifact("report")).read_bytes()
     params = yaml.safe_load(original)
-    _set(params, "train.li_vit.lr_mlp", -1)
+    set_value_at(params, "train.li_vit.lr_mlp", -1)
     params_path.write_text(yaml.safe_dump(params, sort_keys=False))
     try:
         run = _dvc("repro", cwd=repo, check=False)
@@ -750,7 +743,7 @@ def _start_long_training(repo: Path, tmp_path: Path) -> tuple[Path, str, Path, d
     shutil.copytree(repo, copy, symlinks=True, ignore=shutil.ignore_patterns("tmp"))
     earlier_lock = (copy / "dvc.lock").read_text()
     params = yaml.safe_load((copy / "params.yaml").read_text())
-    _set(params, "real.epochs", 240)  # long enough (seconds) to be killed, and raced, in the middle
+    set_value_at(params, "real.epochs", 240)  # long enough (seconds) to be killed, and raced, in the middle
     (copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     stage, state = "train_real@cnn-natural", copy / artifact("real_resume") / "cnn_natural"
     _dvc("repro", stage, cwd=copy)

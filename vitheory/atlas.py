@@ -1,4 +1,4 @@
-"""`python -m vitheory.atlas queue | table`: the atlas of issue 55, each claim's verdict across the regimes
+"""`python -m vitheory.atlas queue | table`: the atlas, each claim's verdict across the regimes
 the papers name, one DVC experiment per point of params.yaml's `atlas` grid (vitheory.grid).
 
     python -m vitheory.atlas queue --dry   # print the `dvc exp run --queue` of every point not yet run
@@ -48,7 +48,7 @@ from vitheory.core.config import read_params_file
 from vitheory.core.errors import ArtifactError, ParamsError, VitheoryError
 from vitheory.core.figures import save_png, set_theme
 from vitheory.core.paths import artifact
-from vitheory.grid import COLUMNS, NOT_MEASURED, Point, lookup, points, value_text
+from vitheory.grid import COLUMNS, NOT_MEASURED, Point, knob_value, points, value_text
 from vitheory.params import DEFAULT_PATH, parse_params
 from vitheory.params import grid_points as checked_points
 from vitheory.report import power_line
@@ -127,7 +127,7 @@ def atlas_rows(default: Sequence[Mapping[str, Any]], default_params: Mapping[str
     then those of every finished point of that knob, then its failed points (`failures`: point -> error)."""
     rows = []
     for knob in knobs:
-        rows += point_rows(default, knob, lookup(default_params, knob))
+        rows += point_rows(default, knob, knob_value(default_params, knob))
         for point, records in found.items():
             if point.knob == knob:
                 rows += point_rows(records, knob, point.value, default)
@@ -144,7 +144,7 @@ def read_points(root: Path, grid_points: Sequence[Point], done: Mapping[str, str
         if point.name not in done:
             continue
         rev = done[point.name]
-        ran_at = lookup(yaml.safe_load(git_file(root, rev, DEFAULT_PATH)), point.knob)
+        ran_at = knob_value(yaml.safe_load(git_file(root, rev, DEFAULT_PATH)), point.knob)
         if ran_at != point.value:
             raise ParamsError(f"experiment {point.name} ran with {point.knob} = {ran_at!r}, not {point.value!r}: "
                               f"`dvc exp remove {point.name}` and queue it again")

@@ -1,4 +1,4 @@
-"""The atlas's grid (issue 55): params.yaml's `atlas` section, its points, and where a claim holds along
+"""The atlas's grid: params.yaml's `atlas` section, its points, and where a claim holds along
 a knob.
 
 Each knob is a dotted params key with a few values, chosen where a paper says the regime matters. The
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
-from vitheory.core.config import Section, knob
+from vitheory.core.config import Section, knob, set_value_at, value_at
 from vitheory.core.errors import ArtifactError, ParamsError
 
 SECTION = "atlas"  # read by `python -m vitheory.atlas`, by no stage of `dvc repro`
@@ -64,25 +64,19 @@ def value_text(value: Any) -> str:
     return json.dumps(value)
 
 
-def lookup(raw: Mapping[str, Any], key: str) -> Any:
-    """The value at the dotted `key` of parsed params; ParamsError when the file has no such key."""
-    node: Any = raw
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            raise ParamsError(f"{SECTION}.knobs.{key} is not a params key: name a key of params.yaml")
-        node = node[part]
-    return node
+def knob_value(raw: Mapping[str, Any], key: str) -> Any:
+    """The value of the knob `key` in the parsed params `raw`; ParamsError when the file has no such key."""
+    try:
+        return value_at(raw, key)
+    except KeyError:
+        raise ParamsError(f"{SECTION}.knobs.{key} is not a params key: name a key of params.yaml") from None
 
 
 def with_value(raw: Mapping[str, Any], key: str, value: Any) -> dict[str, Any]:
-    """A copy of the parsed params with the dotted `key` set to `value`."""
-    lookup(raw, key)
+    """A copy of the parsed params with the knob `key` set to `value`."""
+    knob_value(raw, key)
     changed = copy.deepcopy(dict(raw))
-    *parents, last = key.split(".")
-    node = changed
-    for part in parents:
-        node = node[part]
-    node[last] = value
+    set_value_at(changed, key, value)
     return changed
 
 
@@ -92,7 +86,7 @@ def points(grid: AtlasParams, raw: Mapping[str, Any]) -> list[Point]:
     for key, values in grid.knobs.items():
         if key == SECTION or key.startswith(f"{SECTION}."):
             raise ParamsError(f"{SECTION}.knobs.{key}: the atlas cannot vary its own grid")
-        default = lookup(raw, key)
+        default = knob_value(raw, key)
         found += [Point(key, value) for value in values if value != default]
     names = [point.name for point in found]
     for point in found:

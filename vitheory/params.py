@@ -16,15 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from vitheory.core.config import ParamsView, fail, read_params_file, unknown_keys, view
+from vitheory.core.config import ParamsView, fail, read_params_file, unknown_keys, value_at, view
 from vitheory.core.errors import ParamsError
 from vitheory.grid import SECTION, Point, points, with_value
-from vitheory.images.datasets import read_digits, split_indices
 from vitheory.papers import PACKAGES, PAPERS
-from vitheory.pk22.hessian import check_batches
-from vitheory.pk22.trainings import fraction_index
 
 DEFAULT_PATH = Path("params.yaml")
 SECTIONS = {key: kind for package in PACKAGES for key, kind in package.params.items()}
@@ -44,46 +39,12 @@ def parse_params(raw: Any) -> ParamsView:
     for package in PACKAGES:
         for key, value, allowed in package.relations(params):
             raise fail(key, value, allowed)
-    hessian_fits_smallest_fraction(params)
-    given = leaves(raw)
     for claim in (claim for paper in PAPERS for claim in paper.claims):
         for key in claim.seeds:
-            value = given[key]
+            value = value_at(raw, key)
             if value < MIN_SEEDS:
                 raise fail(key, value, f">= {MIN_SEEDS}: {claim.id}'s intervals need a spread over seeds")
     return params
-
-
-def offline_training_labels(images: Any) -> torch.Tensor | None:
-    """The training split's labels as `prepare_images` makes them, for a dataset built here (scikit-learn's
-    digits, bare or on cluttered canvases, `copies` per digit); None for one that is downloaded."""
-    if images.dataset not in ("digits", "cluttered_digits"):
-        return None
-    labels = read_digits().train.y
-    index = split_indices(labels, val_fraction=images.val_fraction, test_fraction=images.test_fraction,
-                          train_fraction=images.train_fraction, seed=images.seed)["train"]
-    copies = images.cluttered.copies if images.dataset == "cluttered_digits" else 1
-    return labels[index].repeat(copies)
-
-
-def hessian_fits_smallest_fraction(params: ParamsView) -> None:
-    """pk_analysis's Hessian mini-batches must fill from the images of pk_train's smallest fraction (vit_small's):
-    checked here, before any stage trains, where the training images are known without a download (the
-    check in pk_analysis stays for the others). An atlas point of a smaller images.train_fraction fails
-    here in seconds, not in pk_analysis after the image stages' trainings."""
-    labels = offline_training_labels(params.images)
-    if labels is not None:
-        smallest, share = min(params.pk_train.fractions), params.images.train_fraction
-        check_batches(len(fraction_index(labels, smallest, params.images.seed)), params.pk,
-                      f"vit_small (pk_train.fractions {smallest:g} of images.train_fraction {share:g})")
-
-
-def leaves(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Every leaf of a nested mapping under its dotted key (`control.seeds`)."""
-    found = {}
-    for key, value in tree.items():
-        found |= leaves(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
-    return found
 
 
 def grid_points(raw: Any) -> list[Point]:

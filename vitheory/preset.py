@@ -29,12 +29,21 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from vitheory.core.claims import AFFORDABLE_SEEDS, INCONCLUSIVE, labelled_checks
+from vitheory.core.config import set_value_at
 from vitheory.core.errors import ParamsError
 from vitheory.core.paths import artifact
 from vitheory.papers import PAPERS
-from vitheory.params import DEFAULT_PATH, leaves, parse_params
+from vitheory.params import DEFAULT_PATH, parse_params
 
 PRESETS = Path(__file__).resolve().parents[1] / "presets"
+
+
+def leaves(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Every leaf of a nested mapping under its dotted key (`control.seeds`)."""
+    found = {}
+    for key, value in tree.items():
+        found |= leaves(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
+    return found
 
 
 def merge(base: dict[str, Any], overrides: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -229,12 +238,8 @@ def decisive_preset(claims_path: Path, params_path: Path = DEFAULT_PATH) -> str:
     raised = decisive_seeds(json.loads(claims_path.read_text())["claims"], yaml.safe_load(params_path.read_text()))
     tree = CommentedMap()
     for key, (count, asking) in sorted(raised.items()):
-        *parents, leaf = key.split(".")
-        node = tree
-        for parent in parents:
-            node = node.setdefault(parent, CommentedMap())
-        node[leaf] = count
-        node.yaml_add_eol_comment("asked by " + "; ".join(asking), leaf)
+        holder = set_value_at(tree, key, count, CommentedMap)
+        holder.yaml_add_eol_comment("asked by " + "; ".join(asking), key.rsplit(".", 1)[-1])
     stream = io.StringIO()
     if tree:
         round_trip_yaml().dump(tree, stream)

@@ -8,6 +8,7 @@ import torch
 import yaml
 from conftest import ROOT
 
+from vitheory.core.config import set_value_at, value_at
 from vitheory.params import ParamsError, load_params, parse_params
 
 RAW = yaml.safe_load((ROOT / "params.yaml").read_text())
@@ -15,11 +16,7 @@ RAW = yaml.safe_load((ROOT / "params.yaml").read_text())
 
 def with_value(dotted: str, value):
     raw = copy.deepcopy(RAW)
-    *parents, last = dotted.split(".")
-    node = raw
-    for key in parents:
-        node = node[key]
-    node[last] = value
+    set_value_at(raw, dotted, value)
     return raw
 
 
@@ -136,6 +133,19 @@ def test_missing_key_is_rejected():
         parse_params(raw)
 
 
+def test_a_dotted_key_is_read_and_written_level_by_level():
+    tree = {"real": {"models": {"vit": {"depth": 2}}, "seeds": 3}}
+    assert value_at(tree, "real.models.vit.depth") == 2
+    for absent in ("real.models.cnn", "real.seeds.count", "real.models.vit.depth.more", "images"):
+        with pytest.raises(KeyError, match=re.escape(absent)):
+            value_at(tree, absent)
+    holder = set_value_at(tree, "real.models.vit.depth", 4)
+    assert holder is tree["real"]["models"]["vit"] and tree["real"]["models"]["vit"] == {"depth": 4}
+    assert tree["real"]["seeds"] == 3  # its neighbours stay
+    created = set_value_at(tree, "pk.hessian.top", 5, level=lambda: {"made": True})
+    assert tree["pk"] == {"made": True, "hessian": {"made": True, "top": 5}} and created is tree["pk"]["hessian"]
+
+
 def test_unreadable_and_invalid_files(tmp_path):
     with pytest.raises(ParamsError, match="cannot be read"):
         load_params(tmp_path / "absent.yaml")
@@ -245,11 +255,7 @@ def test_a_presets_experiment_sets_what_applying_it_sets_and_writes_nothing(tmp_
     expected = yaml.safe_load(params.read_text())
     for setting in command[7::2]:
         key, value = setting.split("=", 1)
-        *parents, last = key.split(".")
-        node = expected
-        for part in parents:
-            node = node[part]
-        node[last] = yaml.safe_load(value)
+        set_value_at(expected, key, yaml.safe_load(value))
     apply(ROOT / f"presets/{preset}.yaml", params)
     assert yaml.safe_load(params.read_text()) == expected
 
@@ -335,7 +341,8 @@ def test_the_hessians_batches_must_fill_from_the_smallest_fractions_images_befor
     atlas's grid check for a grid holding that point."""
     from vitheory.images.prepare import prepare
     from vitheory.images.training import load_images
-    from vitheory.params import grid_points, offline_training_labels
+    from vitheory.params import grid_points
+    from vitheory.pk22.package import offline_training_labels
 
     raw = with_value("images.dataset", dataset)
     raw["images"]["train_fraction"] = train_fraction
@@ -386,13 +393,11 @@ def test_the_decisive_preset_raises_each_family_to_what_its_inconclusive_criteri
 
 def test_every_claim_names_the_params_that_set_its_seeds():
     from vitheory.papers import PAPERS
-    from vitheory.params import leaves
 
-    given = leaves(yaml.safe_load((ROOT / "params.yaml").read_text()))
     for claim in (claim for paper in PAPERS for claim in paper.claims):
         assert claim.seeds or claim.id == "JSL-7", f"{claim.id} names no seeds key"
         for key in claim.seeds:
-            assert isinstance(given.get(key), int) and key.endswith(".seeds"), f"{claim.id}: {key}"
+            assert isinstance(value_at(RAW, key), int) and key.endswith(".seeds"), f"{claim.id}: {key}"
 
 
 def test_the_decisive_preset_is_generated_from_the_committed_run():

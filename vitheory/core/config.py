@@ -146,6 +146,31 @@ def read_params_file(path: str | Path) -> Any:
         raise ParamsError(f"{path}: not valid YAML{line}") from None
 
 
+def value_at(tree: Any, key: str) -> Any:
+    """The value at the dotted `key` (`real.models.vit.depth`) of nested mappings; KeyError(key) when a
+    level is missing or is not a mapping. The one reader of dotted keys: callers word their own error."""
+    node = tree
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise KeyError(key)
+        node = node[part]
+    return node
+
+
+def set_value_at(tree: dict[str, Any], key: str, value: Any,
+                 level: Callable[[], dict[str, Any]] = dict) -> dict[str, Any]:
+    """Set the dotted `key` of nested mappings to `value` in place, a missing level made by `level` (a
+    round-trip YAML writer passes its own mapping type); returns the mapping that holds the leaf."""
+    *parents, last = key.split(".")
+    node = tree
+    for part in parents:
+        if part not in node:
+            node[part] = level()
+        node = node[part]
+    node[last] = value
+    return node
+
+
 class ParamsView:
     """The params a reader declared and listed, and nothing else: a stage sees only the keys its dvc.yaml
     entry lists, so that it cannot depend on a value DVC does not track. Reading another key raises a
@@ -199,15 +224,6 @@ def section_type(declared: Mapping[str, Any], key: str) -> tuple[Any, Rule | Non
     raise KeyError(key)
 
 
-def _value(raw: Any, key: str) -> Any:
-    node = raw
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            raise ParamsError(f"{key} is missing: add it to params.yaml")
-        node = node[part]
-    return node
-
-
 def _built(kind: Any, rule: Rule | None, raw: Any, key: str) -> Any:
     """`raw` converted to `kind`, every element checked against `rule`."""
     value = _convert(kind, raw, key)
@@ -228,11 +244,11 @@ def view(raw: Any, declared: Mapping[str, Any], listed: Sequence[str], reader: s
         except KeyError:
             raise ParamsError(f"{reader} lists params key {key}, which it does not declare (declared: "
                               f"{', '.join(declared)})") from None
-        *parents, last = key.split(".")
-        node = tree
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[last] = _built(kind, rule, _value(raw, key), key)
+        try:
+            given = value_at(raw, key)
+        except KeyError:
+            raise ParamsError(f"{key} is missing: add it to params.yaml") from None
+        set_value_at(tree, key, _built(kind, rule, given, key))
 
     def wrap(node: dict[str, Any], prefix: str) -> ParamsView:
         return ParamsView({name: wrap(child, f"{prefix}{name}.") if isinstance(child, dict) else child

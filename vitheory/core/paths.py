@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from vitheory.core.config import value_at
+
 ROOT = Path(__file__).resolve().parents[2]
 DVC_YAML = ROOT / "dvc.yaml"
 _REFERENCE = re.compile(r"\$\{([\w.]+)\}")
@@ -52,13 +54,6 @@ def run_name(*values: str) -> str:
     return "_".join(values)
 
 
-def _lookup(dotted: str, context: dict[str, Any]) -> Any:
-    value: Any = context
-    for key in dotted.split("."):
-        value = value[key]
-    return value
-
-
 def _interpolate(node: Any, context: dict[str, Any]) -> Any:
     """`${a.b}` references resolved as DVC resolves them: a whole-string reference keeps its type."""
     if isinstance(node, dict):
@@ -69,8 +64,8 @@ def _interpolate(node: Any, context: dict[str, Any]) -> Any:
         return node
     whole = _REFERENCE.fullmatch(node)
     if whole:
-        return _lookup(whole[1], context)
-    return _REFERENCE.sub(lambda m: str(_lookup(m[1], context)), node)
+        return value_at(context, whole[1])
+    return _REFERENCE.sub(lambda m: str(value_at(context, m[1])), node)
 
 
 @functools.cache

@@ -1,14 +1,55 @@
-"""[PK22] in the paper table (vitheory.papers): its params sections, its claims, its figures and
-verify's re-derivations."""
+"""[PK22] in the paper table (vitheory.papers): its params sections, its rules across them, its claims,
+its figures and verify's re-derivations."""
 
+from collections.abc import Iterator
 from functools import partial
+from typing import Any
 
+import torch
+
+from vitheory.core.config import Violation
 from vitheory.core.package import Package
+from vitheory.images.datasets import read_digits, split_indices
 from vitheory.pk22 import figures, params, rederive
 from vitheory.pk22.claims import NOISE_DECIDES, PAPER, SHARE_COMPARISONS
+from vitheory.pk22.hessian import check_batches
+from vitheory.pk22.trainings import fraction_index
+
+
+def offline_training_labels(images: Any) -> torch.Tensor | None:
+    """The training split's labels as `prepare_images` makes them, for a dataset built here (scikit-learn's
+    digits, bare or on cluttered canvases, `copies` per digit); None for one that is downloaded."""
+    if images.dataset not in ("digits", "cluttered_digits"):
+        return None
+    labels = read_digits().train.y
+    index = split_indices(labels, val_fraction=images.val_fraction, test_fraction=images.test_fraction,
+                          train_fraction=images.train_fraction, seed=images.seed)["train"]
+    copies = images.cluttered.copies if images.dataset == "cluttered_digits" else 1
+    return labels[index].repeat(copies)
+
+
+def hessian_fits_smallest_fraction(whole: Any) -> None:
+    """pk_analysis's Hessian mini-batches must fill from the images of pk_train's smallest fraction (vit_small's):
+    checked by the params check, before any stage trains, where the training images are known without a
+    download (the check in pk_analysis stays for the others). An atlas point of a smaller
+    images.train_fraction fails there in seconds, not in pk_analysis after the image stages' trainings.
+    Raises pk_analysis's own ParamsError, so that both say the same."""
+    labels = offline_training_labels(whole.images)
+    if labels is not None:
+        smallest, share = min(whole.pk_train.fractions), whole.images.train_fraction
+        check_batches(len(fraction_index(labels, smallest, whole.images.seed)), whole.pk,
+                      f"vit_small (pk_train.fractions {smallest:g} of images.train_fraction {share:g})")
+
+
+def relations(whole: Any) -> Iterator[Violation]:
+    """The rules across [PK22]'s sections and the ones it reads (vitheory.pk22.params), then the Hessian's
+    batches against the smallest fraction's training images."""
+    yield from params.relations(whole)
+    hessian_fits_smallest_fraction(whole)
+
 
 # the figures mark what the claims decide on: PK-5's normalisation of the noise, PK-2's comparisons
-PACKAGE = Package(name="pk22", params=params.SECTIONS, relations=params.relations, paper=PAPER,
+PACKAGE = Package(name="pk22", params=params.SECTIONS, relations=relations, paper=PAPER,
                   render=partial(figures.render, noise_decides=NOISE_DECIDES,
                                  share_comparisons=tuple(SHARE_COMPARISONS.values())),
                   checks=rederive.CHECKS)
