@@ -3,6 +3,7 @@ outputs absent, as in a fresh clone), on a two-stage DVC pipeline that builds in
 
 import json
 import shutil
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -11,7 +12,10 @@ from test_pipeline import fresh_clone, run_and_commit
 
 from vitheory import verify
 from vitheory.core.artifacts import read_json
-from vitheory.verify import CONSISTENT, INCONSISTENT, NOT_BUILT, _entries, _in_words
+from vitheory.core.errors import ArtifactError, ParamsError
+from vitheory.core.paths import artifact
+from vitheory.core.rederive import Problem
+from vitheory.verify import CONSISTENT, INCONSISTENT, NOT_BUILT, ClaimCheck, _entries, _in_words
 
 # a DVC-cached output (data/, as the checkpoints are) and a git-tracked metrics record computed from it
 PIPELINE = """\
@@ -149,9 +153,9 @@ def test_the_table_and_a_rerun_comparison_take_each_quantity_from_its_check_not_
               "conditions": {}}
     other = {**record, "measured": {"gain": 5.0}}
     assert verify.disagreements(record, other, "main") == [
-        "T-1: gain = 0.2 here, 5 at main: differs by 4.8, beyond the tolerance 0.1"]
+        Problem(artifact("claims"), "T-1: gain = 0.2 here, 5 at main: differs by 4.8, beyond the tolerance 0.1")]
     assert verify.disagreements(record, record, "main") == []
-    assert "gain = 0.2 [0.1, 0.3] (> 0)" in verify._table([{"claim": "T-1", "record": record, "agrees": True}])
+    assert "gain = 0.2 [0.1, 0.3] (> 0)" in verify._table([ClaimCheck("T-1", record, agrees=True)])
 
 
 def test_against_a_revision_in_an_unbuilt_clone_is_not_built_and_never_verified(clone, monkeypatch, capsys):
@@ -167,12 +171,27 @@ def test_a_re_derived_record_that_differs_names_each_number_that_changed_and_no_
     stored = {"id": "T-1", "verdict": "holds", "measured": {"gain": 0.2, "cap": 0.5, "share": None}}
     record = {**stored, "measured": {"gain": 0.2, "cap": 0.45, "share": None}}
     [said] = verify.changed_numbers(record, stored)
-    assert said.startswith("T-1: cap = 0.45 re-derived from the artifacts, 0.5 in reports/claims.json")
+    assert said.path == artifact("claims")
+    assert said.text.startswith("T-1: cap = 0.45 re-derived from the artifacts, 0.5 in reports/claims.json")
     flipped = verify.changed_numbers({**record, "verdict": "inconclusive"}, stored)
-    assert flipped[0] == "T-1: verdict inconclusive re-derived from the artifacts, holds in reports/claims.json"
-    assert verify.changed_numbers(stored | {"statement": "reworded"}, stored)[0].endswith(
+    assert flipped[0].text == "T-1: verdict inconclusive re-derived from the artifacts, holds in reports/claims.json"
+    assert verify.changed_numbers(stored | {"statement": "reworded"}, stored)[0].text.endswith(
         "differs from the re-derived one in its text, not in a number; run `dvc repro report`")
-    assert verify.changed_numbers(record, {}) == ["T-1: not in reports/claims.json; run `dvc repro report`"]
+    assert verify.changed_numbers(record, {}) == [
+        Problem(artifact("claims"), "T-1: not in reports/claims.json; run `dvc repro report`")]
+
+
+def test_a_problem_is_about_a_not_built_output_by_its_path_never_by_its_text(tmp_path):
+    """An error names its artifact as a record: a message that begins with an absent output's path but
+    is about no artifact, or one whose artifact is elsewhere, is still a problem."""
+    absent = {Path("data")}
+    built = verify.error_problem(ArtifactError("data/x.json: cannot be read", tmp_path / "data/x.json"))
+    assert built == Problem(tmp_path / "data/x.json", "data/x.json: cannot be read")
+    assert verify._absent(built, tmp_path, absent)
+    assert not verify._absent(verify.error_problem(ParamsError("data/x.json: says data/ but names no file")),
+                              tmp_path, absent)
+    assert not verify._absent(verify.error_problem(ArtifactError("data/x.json: read from reports/",
+                                                                 tmp_path / "reports/x.json")), tmp_path, absent)
 
 
 def test_the_table_fits_120_columns_and_shows_each_condition_with_its_verdict():
@@ -182,7 +201,7 @@ def test_the_table_fits_120_columns_and_shows_each_condition_with_its_verdict():
               "criteria": {"gain > 0": {"quantity": "gain", "threshold": "> 0", "interval": [0.1, 0.3],
                                         "verdict": "holds"}},
               "conditions": {"the marker costs": check}}
-    lines = verify._table([{"claim": "T-1", "record": record, "agrees": False}]).splitlines()
+    lines = verify._table([ClaimCheck("T-1", record, agrees=False)]).splitlines()
     assert max(map(len, lines)) <= verify.WIDTH
     assert "T-1    inconclusive    DIFFERS" in lines
     assert "       criterion gain = 0.2 [0.1, 0.3] (> 0): holds" in lines

@@ -47,9 +47,9 @@ from typing import Any
 
 from vitheory.core.artifacts import read_json
 from vitheory.core.claims import HOLDS, evaluate
-from vitheory.core.errors import VitheoryError
+from vitheory.core.errors import ArtifactError, VitheoryError
 from vitheory.core.paths import artifact
-from vitheory.core.rederive import same
+from vitheory.core.rederive import Problem, same
 from vitheory.papers import PACKAGES, PAPERS
 from vitheory.params import DEFAULT_PATH, load_params
 from vitheory.report import fmt
@@ -66,11 +66,14 @@ MISSING = ("not in cache", "deleted")  # DVC's word for an output never built he
 WIDTH = 120  # the table's lines, wrapped
 
 
+LOCK = Path("dvc.lock")
+
+
 @dataclass
 class LockState:
-    """What `dvc status` found: one problem line per inconsistent stage, and the stages that are only not
+    """What `dvc status` found: one problem per inconsistent stage, and the stages that are only not
     built (their DVC-cached outputs absent, every other hash as dvc.lock records)."""
-    problems: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
     unbuilt: list[str] = field(default_factory=list)  # stages with an absent DVC-cached output: to rebuild
     absent: set[Path] = field(default_factory=set)  # those outputs
     in_cache: bool = True  # every absent output is in DVC's cache (`dvc checkout` restores it)
@@ -121,7 +124,7 @@ def _in_words(changes: list[tuple[str, Path | None, str]]) -> str:
     return "; ".join(f"{kind}: {', '.join(paths)}" if paths else kind for kind, paths in said.items())
 
 
-def _lock_problem(stage: str, changes: list[tuple[str, Path | None, str]], cached: set[Path]) -> str:
+def _lock_problem(stage: str, changes: list[tuple[str, Path | None, str]], cached: set[Path]) -> Problem:
     """One line: the stage, what differs, and a command that mends it with whatever cache there is."""
     outs = [(path, word) for kind, path, word in changes if kind == "changed outs" and path is not None]
     committed = [path for path, _ in outs if not any(path == out or out in path.parents for out in cached)]
@@ -134,12 +137,19 @@ def _lock_problem(stage: str, changes: list[tuple[str, Path | None, str]], cache
     said = _in_words(changes)
     if len(said) > 80:
         said = said[:77] + "..."
-    return f"dvc.lock: stage {stage} is out of date ({said}); {advice}"
+    return Problem(LOCK, f"{LOCK}: stage {stage} is out of date ({said}); {advice}")
 
 
-def _absent(message: str, root: Path, absent: set[Path]) -> bool:
-    """Whether a problem line names a file inside an output that is simply not built."""
-    named = Path(os.path.relpath(message.split(":", 1)[0], root))
+def error_problem(err: VitheoryError) -> Problem:
+    """The problem an error raised by a check or a claim is: its artifact, where the error names one."""
+    return Problem(err.path if isinstance(err, ArtifactError) else None, str(err))
+
+
+def _absent(problem: Problem, root: Path, absent: set[Path]) -> bool:
+    """Whether a problem is about a file inside an output that is simply not built."""
+    if problem.path is None:
+        return False
+    named = Path(os.path.relpath(problem.path, root))
     return any(named == out or out in named.parents for out in absent)
 
 
@@ -166,14 +176,34 @@ def not_built_line(root: Path, state: LockState, skipped: list[str]) -> str:
     return said + f"; get them with `dvc pull` (from a remote, or a bundle: README) or `dvc repro`{cost}"
 
 
-def verify(root: Path = Path(".")) -> tuple[list[dict[str, Any]], list[str], LockState, list[str]]:
-    """(one row per claim, problems, what DVC found, the checks and claims left unchecked because their
-    inputs are not built). A problem is a one-line description naming the artifact."""
+@dataclass(frozen=True)
+class ClaimCheck:
+    """One claim evaluated again from the artifacts: its record, and whether it agrees with the stored one."""
+
+    claim: str
+    record: dict[str, Any]
+    agrees: bool
+
+
+@dataclass
+class Verification:
+    """What `verify` found: one check per claim measured, every problem, what DVC found, and the checks
+    and claims left unchecked because their inputs are not built."""
+
+    claims: list[ClaimCheck]
+    problems: list[Problem]
+    lock: LockState
+    skipped: list[str]
+
+
+def verify(root: Path = Path(".")) -> Verification:
+    """The workspace against dvc.lock, every package's re-derivations, and every claim evaluated again
+    against reports/claims.json."""
     state = lock_state(root)
     problems, skipped = list(state.problems), []
 
-    def unchecked(name: str, err: VitheoryError) -> bool:
-        if _absent(str(err), root, state.absent):
+    def unchecked(name: str, problem: Problem) -> bool:
+        if _absent(problem, root, state.absent):
             skipped.append(name)
             return True
         return False
@@ -183,53 +213,60 @@ def verify(root: Path = Path(".")) -> tuple[list[dict[str, Any]], list[str], Loc
         try:
             problems += check(root)
         except VitheoryError as err:  # already names the file and the stage to rerun
-            if not unchecked(check.__name__, err):
-                problems.append(str(err))
+            problem = error_problem(err)
+            if not unchecked(check.__name__, problem):
+                problems.append(problem)
         except (OSError, KeyError, ValueError, TypeError) as err:
-            problems.append(f"{check.__name__}: an artifact lacks what it should hold ({err!r}); run `dvc repro`")
+            problems.append(Problem(None, f"{check.__name__}: an artifact lacks what it should hold ({err!r}); "
+                                          "run `dvc repro`"))
     try:
         stored = {c["id"]: c for c in read_json(root / artifact("claims"))["claims"]}
     except VitheoryError as err:
-        return [], problems + [str(err)], state, skipped
-    rows = []
+        return Verification([], [*problems, error_problem(err)], state, skipped)
+    checked = []
     for paper in PAPERS:
         for claim in paper.claims:
             try:
                 record = evaluate(claim, paper.key, root, params.report)
-            except (VitheoryError, KeyError) as err:
-                if not (isinstance(err, VitheoryError) and unchecked(claim.id, err)):
-                    problems.append(f"{claim.id}: cannot be measured: {err}")
+            except VitheoryError as err:
+                problem = error_problem(err)
+                if not unchecked(claim.id, problem):
+                    problems.append(Problem(problem.path, f"{claim.id}: cannot be measured: {err}"))
+                continue
+            except KeyError as err:
+                problems.append(Problem(None, f"{claim.id}: cannot be measured: {err}"))
                 continue
             agrees = claim.id in stored and same(record, stored[claim.id])
             if not agrees:
                 problems += changed_numbers(record, stored.get(claim.id, {}))
-            rows.append({"claim": claim.id, "record": record, "agrees": agrees})
-    return rows, problems, state, skipped
+            checked.append(ClaimCheck(claim.id, record, agrees))
+    return Verification(checked, problems, state, skipped)
 
 
-def changed_numbers(record: dict[str, Any], stored: dict[str, Any]) -> list[str]:
+def changed_numbers(record: dict[str, Any], stored: dict[str, Any]) -> list[Problem]:
     """One problem per number (and the verdict) that the artifacts re-derive otherwise than the stored record
     holds; one for the record when only its text differs."""
     where, claim = artifact("claims"), record["id"]
     if not stored:
-        return [f"{claim}: not in {where}; run `dvc repro report`"]
+        return [Problem(where, f"{claim}: not in {where}; run `dvc repro report`")]
     found = [f"{claim}: verdict {record['verdict']} re-derived from the artifacts, {stored['verdict']} in {where}"
              ] if record["verdict"] != stored.get("verdict") else []
     measured, kept = record["measured"], stored.get("measured", {})
     found += [f"{claim}: {quantity} = {fmt(measured.get(quantity))} re-derived from the artifacts, "
               f"{fmt(kept.get(quantity))} in {where}; run `dvc repro report`"
               for quantity in dict.fromkeys([*measured, *kept]) if not same(measured.get(quantity), kept.get(quantity))]
-    return found or [f"{claim}: its record in {where} differs from the re-derived one in its text, not in a number; "
-                     "run `dvc repro report`"]
+    return [Problem(where, text) for text in found] or [Problem(
+        where, f"{claim}: its record in {where} differs from the re-derived one in its text, not in a number; "
+               "run `dvc repro report`")]
 
 
-def _table(rows: list[dict[str, Any]]) -> str:
+def _table(checked: list[ClaimCheck]) -> str:
     """Per claim a line (verdict, agreement with the stored record), then one per criterion and condition
     (measured [interval] (threshold): its verdict), lines wrapped at WIDTH."""
     lines = [f"{'claim':6} {'verdict':15} stored", "       criterion or condition: measured [interval] (threshold): verdict"]
-    for row in rows:
-        record = row["record"]
-        lines.append(f"{row['claim']:6} {record['verdict']:15} {'agrees' if row['agrees'] else 'DIFFERS'}")
+    for row in checked:
+        record = row.record
+        lines.append(f"{row.claim:6} {record['verdict']:15} {'agrees' if row.agrees else 'DIFFERS'}")
         for kind, check in [("criterion", c) for c in record["criteria"].values()] + \
                            [("condition", c) for c in record["conditions"].values()]:
             said = (f"{kind} {check['quantity']} = {fmt(record['measured'][check['quantity']])} "
@@ -253,10 +290,10 @@ def _half_width(check: dict[str, Any]) -> float:
     return 0.0 if low is None else (high - low) / 2
 
 
-def disagreements(record: dict[str, Any], other: dict[str, Any], revision: str) -> list[str]:
+def disagreements(record: dict[str, Any], other: dict[str, Any], revision: str) -> list[Problem]:
     """Where a claim's record differs from the one at `revision`: its verdict, or a criterion's number
     beyond the tolerance (the larger half-width of the two intervals)."""
-    found = []
+    found: list[str] = []
     if record["verdict"] != other["verdict"]:
         found.append(f"{record['id']}: {record['verdict']} here, {other['verdict']} at {revision}")
     for criterion, check in record["criteria"].items():
@@ -270,7 +307,7 @@ def disagreements(record: dict[str, Any], other: dict[str, Any], revision: str) 
         if not math.isclose(here, there, rel_tol=1e-9, abs_tol=tolerance):
             found.append(f"{record['id']}: {quantity} = {fmt(here)} here, {fmt(there)} at {revision}: differs by "
                          f"{fmt(abs(here - there))}, beyond the tolerance {fmt(tolerance)}")
-    return found
+    return [Problem(artifact("claims"), text) for text in found]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -281,23 +318,25 @@ def main(argv: list[str] | None = None) -> int:
                         help="exit 1 when everything is consistent but some claim does not hold or is inconclusive")
     args = parser.parse_args(argv)
     root = Path(".")
-    rows, problems, state, skipped = verify(root)
+    found = verify(root)
+    problems, state, skipped = found.problems, found.lock, found.skipped
     if args.against:
         try:
             other = committed_claims(root, args.against)
         except VitheoryError as err:
-            other, problems = {}, problems + [str(err)]
-        for row in rows if other else []:
-            if row["claim"] not in other:
-                problems.append(f"{row['claim']}: not among the claims at {args.against}")
-            elif not {"verdict", "criteria"} <= set(other[row["claim"]]):
-                problems.append(f"{row['claim']}: the claims at {args.against} have no verdicts and intervals (an "
-                                "older format); compare with a revision that has them")
+            other = {}
+            problems.append(error_problem(err))
+        for row in found.claims if other else []:
+            if row.claim not in other:
+                problems.append(Problem(artifact("claims"), f"{row.claim}: not among the claims at {args.against}"))
+            elif not {"verdict", "criteria"} <= set(other[row.claim]):
+                problems.append(Problem(artifact("claims"), f"{row.claim}: the claims at {args.against} have no verdicts "
+                                        "and intervals (an older format); compare with a revision that has them"))
             else:
-                problems += disagreements(row["record"], other[row["claim"]], args.against)
-    print(_table(rows))
+                problems += disagreements(row.record, other[row.claim], args.against)
+    print(_table(found.claims))
     for problem in problems:
-        print(f"problem: {problem}")
+        print(f"problem: {problem.text}")
     if problems:
         if state.unbuilt:
             print(not_built_line(root, state, skipped))
@@ -310,13 +349,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.against:
         print(f"verified; every verdict and number agrees with {args.against} within its tolerance")
     if state.unbuilt:
-        print(f"consistent: what git holds; the {len(rows)} claims, re-evaluated from reports/, agree with "
+        print(f"consistent: what git holds; the {len(found.claims)} claims, re-evaluated from reports/, agree with "
               f"{artifact('claims')}")
         print(not_built_line(root, state, skipped))
         return NOT_BUILT
     if args.against:
         return CONSISTENT
-    failed = [f"{row['claim']} ({row['record']['verdict']})" for row in rows if row["record"]["verdict"] != HOLDS]
+    failed = [f"{row.claim} ({row.record['verdict']})" for row in found.claims if row.record["verdict"] != HOLDS]
     if failed:
         print(f"verified: consistent; claims that do not hold or are inconclusive: {', '.join(failed)}")
         return STRICT_FAILED if args.strict else CONSISTENT

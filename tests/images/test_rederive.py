@@ -33,4 +33,5 @@ def test_each_stored_run_is_checked_against_its_checkpoint(tmp_path, monkeypatch
     record["test_accuracy"] -= 0.01
     write_json(path, {"runs": {seed_folder(0): record}})
     [problem] = rederive.train_real(tmp_path)
-    assert "seed_0's test accuracy" in problem and "dvc repro -f train_real" in problem
+    assert problem.path == artifact("real_metrics") / f"{run}.json"
+    assert "seed_0's test accuracy" in problem.text and "dvc repro -f train_real" in problem.text

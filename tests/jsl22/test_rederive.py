@@ -74,4 +74,4 @@ def test_a_run_its_raw_artifacts_do_not_reproduce_is_named(tmp_path, change, nam
     problems = rederive.spatial(tmp_path)
     assert len(problems) == len(names)
     for problem, name in zip(problems, names):
-        assert name in problem
+        assert name in problem.text and problem.path == artifact("spatial_metrics")

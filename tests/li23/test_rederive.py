@@ -19,4 +19,5 @@ def test_li_vit_runs_follow_the_logged_series(tmp_path):
     runs[1]["final"]["test"]["attn_relevant_query"] += 0.01
     write_json(path, {"steps": 10, "runs": runs})
     [problem] = rederive.li_vit(tmp_path)
-    assert f"initial/final values differ from {artifact('li_vit_history')}" in problem
+    assert problem.path == artifact("li_vit_metrics")
+    assert f"initial/final values differ from {artifact('li_vit_history')}" in problem.text

@@ -33,7 +33,7 @@ _OS_ERROR = re.compile(r"os error (\d+)")
 def artifact_error(path: str | Path, what: str) -> ArtifactError:
     """One line naming the file, what is wrong with it and the stage that rebuilds it."""
     stage = stage_of(path)
-    return ArtifactError(f"{path}: {what}; run `dvc repro{' ' + stage if stage else ''}` to rebuild it")
+    return ArtifactError(f"{path}: {what}; run `dvc repro{' ' + stage if stage else ''}` to rebuild it", path)
 
 
 def _remove(path: Path) -> None:

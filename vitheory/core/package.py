@@ -15,6 +15,7 @@ from typing import Any
 
 from vitheory.core.claims import Paper
 from vitheory.core.config import Violation
+from vitheory.core.rederive import Problem
 
 
 def no_relations(params: Any) -> Iterator[Violation]:
@@ -33,4 +34,4 @@ class Package:
     relations: Callable[[Any], Iterator[Violation]] = no_relations
     paper: Paper | None = None
     render: Callable[[Any], None] | None = None
-    checks: tuple[Callable[[Path], list[str]], ...] = field(default=())
+    checks: tuple[Callable[[Path], list[Problem]], ...] = field(default=())

@@ -11,13 +11,13 @@ import torch
 from vitheory.core.artifacts import read_json
 from vitheory.core.checkpoint import checkpoint_metadata, load_checkpoint
 from vitheory.core.paths import artifact, run_name, runs
-from vitheory.core.rederive import differs, same
+from vitheory.core.rederive import Problem, differs, same
 from vitheory.images.structure import structure_scores
 from vitheory.images.recipe import permute_pixels
 from vitheory.images.training import evaluate, load_images
 
 
-def train_real(root: Path) -> list[str]:
+def train_real(root: Path) -> list[Problem]:
     images = load_images(root / artifact("images"), ("train", "test"), torch.device("cpu"))
     problems = []
     for model_name in runs("real_models"):

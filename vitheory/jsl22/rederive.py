@@ -12,12 +12,12 @@ from vitheory.core import history
 from vitheory.core.artifacts import read_json, read_split, read_table
 from vitheory.core.checkpoint import load_checkpoint
 from vitheory.core.paths import artifact
-from vitheory.core.rederive import differs, same
+from vitheory.core.rederive import Problem, differs, same
 from vitheory.jsl22.data import association
 from vitheory.jsl22.training import VARIANT_FOLDER, member_folder
 
 
-def spatial(root: Path) -> list[str]:
+def spatial(root: Path) -> list[Problem]:
     """JSL-1, JSL-2: each ViT seed's initial and final metrics against its logged series (step 0 and the
     last step), and its association against its checkpoint's positional encodings."""
     path = artifact("spatial_metrics")
@@ -36,7 +36,7 @@ def spatial(root: Path) -> list[str]:
                                    stored["variant"]["runs"]["vit"]["final"], "the variant partition's ")
 
 
-def _association(root: Path, data: Path, models: Path, final: list[dict[str, float]], label: str) -> list[str]:
+def _association(root: Path, data: Path, models: Path, final: list[dict[str, float]], label: str) -> list[Problem]:
     """Each seed's exact association of P P^T in `final` against the positional encodings in its checkpoint."""
     sets = read_split(root / data, "structure", ("sets",))["sets"]
     problems = []

@@ -10,12 +10,12 @@ from vitheory.core import history
 from vitheory.core.artifacts import read_json, read_table
 from vitheory.core.config import read_params_file, view
 from vitheory.core.paths import artifact
-from vitheory.core.rederive import agrees
+from vitheory.core.rederive import Problem, agrees
 from vitheory.li23.params import PhaseParams
 from vitheory.li23.phase import fit_all
 
 
-def li_vit(root: Path) -> list[str]:
+def li_vit(root: Path) -> list[Problem]:
     """Each seed's initial and final metrics from the logged series."""
     path = artifact("li_vit_metrics")
     stored = read_json(root / path)
@@ -28,7 +28,7 @@ def li_vit(root: Path) -> list[str]:
     return agrees({"runs": runs}, stored, path, f"initial/final values differ from {artifact('li_vit_history')}")
 
 
-def phase(root: Path) -> list[str]:
+def phase(root: Path) -> list[Problem]:
     path = artifact("phase_metrics")
     phase_params = view(read_params_file(root / "params.yaml"), {"phase": PhaseParams}, ["phase.fit", "phase.steps"],
                         "verify").phase
