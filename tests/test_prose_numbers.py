@@ -10,7 +10,10 @@ docs/HISTORY.md and docs/MUTATION.md are dated logs (every entry under its commi
 not scanned.
 
 Beside times: the decisive preset's seeds, the counts of claims by verdict and the bold verdicts that
-describe the committed run, and verify's example output, each against the file it describes.
+describe the committed run, and verify's example output, each against the file it describes; every
+`value [low, high]` against a criterion's record in reports/claims.json or reports/atlas/atlas.csv, and
+every test accuracy quoted as `mean% (min-max%)` against the real-image trainings' tables (issue 66 item
+5), undated ones at the precision written. (The README's accuracy table itself is a generated block.)
 """
 
 import re
@@ -23,6 +26,10 @@ import yaml
 from vitheory import reviewing
 from vitheory.core.artifacts import read_json
 from vitheory.core.errors import ArtifactError
+from vitheory.core.figures import read_frame
+from vitheory.grid import read_atlas
+from vitheory.jsl22.figures import real_runs
+from vitheory.pk22 import trainings
 from vitheory.core.paths import artifact, outputs, stages
 from vitheory.measured import MEASURED, duration, load_measured
 from vitheory.verify import LockState, not_built_line, rebuild_seconds
@@ -249,3 +256,108 @@ def test_verify_example_is_what_verify_prints():
     state = _fresh_clone_state()
     assert rebuild_seconds(ROOT, state.unbuilt) is not None
     assert example == not_built_line(ROOT, state, skipped[1].split(", ") if skipped else [])
+
+
+# a decimal as the docs write it: a sign, thousands commas, an exponent or a percent sign
+VALUE = r"[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?%?"
+INTERVAL = re.compile(rf"(?<![\w.])({VALUE}) \[({VALUE}), ({VALUE})\]")
+MEAN_RANGE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)% \((\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)%[;)]")
+MEAN_ERROR = re.compile(r"(?<![\w.])(\d+\.\d+)% error\b")
+
+
+@dataclass(frozen=True)
+class Written:
+    """A number as written: its value and half a unit of its last digit (what rounding can move it)."""
+    value: float
+    slack: float
+
+    @classmethod
+    def parse(cls, text: str, percent: bool = False) -> "Written":
+        percent = percent or text.endswith("%")
+        digits = re.fullmatch(r"[-+]?[\d,]+(?:\.(\d+))?(?:e([-+]?\d+))?", text.rstrip("%"))
+        places = len(digits[1] or "") - int(digits[2] or 0) + 2 * percent
+        return cls(float(text.rstrip("%").replace(",", "")) / (100 if percent else 1), 0.5 * 10 ** -places)
+
+    def holds(self, value: float) -> bool:
+        return abs(value - self.value) <= self.slack * (1 + 1e-9)
+
+
+def interval_records(root: Path) -> set[tuple[float, float, float]]:
+    """(value, low, high) of every criterion and condition of the committed run, its settings' included,
+    and of every point of the committed atlas."""
+    found = set()
+    for record in read_json(root / artifact("claims"))["claims"]:
+        for part in [record, *record["variants"].values()]:
+            measured = part.get("measured", record["measured"])
+            for check in [*part.get("criteria", {}).values(), *part.get("conditions", {}).values()]:
+                if check["quantity"] in measured and None not in (check["interval"] or [None]):
+                    found.add((measured[check["quantity"]], *check["interval"]))
+    for row in read_atlas(root / artifact("atlas_table")):
+        if row["measured"] and row["low"] and row["high"]:  # empty where a point was not measured
+            found.add((float(row["measured"]), float(row["low"]), float(row["high"])))
+    return found
+
+
+def accuracy_records(root: Path) -> set[tuple[float, float, float]]:
+    """(mean, min, max) over seeds of the test accuracy of every train_real table and every pk_train model and
+    fraction (its test error's complement)."""
+    real = real_runs(root).groupby(["model", "pixels"]).test_accuracy
+    fractions = read_frame(root / artifact("pk_train_runs"), trainings.COLUMNS)
+    accuracy = (1 - fractions.test_error).groupby([fractions.model, fractions.fraction])
+    return {(row.mean(), row.min(), row.max()) for group in (real, accuracy) for _, row in group}
+
+
+def number_problems(document: str, text: str, intervals: set, accuracies: set,
+                    allowed: list[Allowed]) -> list[str]:
+    """Every undated, not allowed `value [low, high]` that no committed criterion's record is, and every
+    `mean% (min-max%)` (or `mean% error`) that no committed accuracy table's is, at the precision written."""
+    problems, errors = [], {(1 - mean,) for mean, _, _ in accuracies}
+    for unit, introducer in _units(text):
+        flat = " ".join(unit.split())
+        if COMMIT.search(unit) or COMMIT.search(introducer) or any(
+                a.document == document and a.phrase in flat for a in allowed):
+            continue
+        for pattern, records, kind in ((INTERVAL, intervals, "criterion's record in reports/claims.json or the atlas"),
+                                       (MEAN_RANGE, accuracies, "accuracy table's mean (range)"),
+                                       (MEAN_ERROR, errors, "accuracy table's mean error")):
+            for found in pattern.finditer(unit):
+                written = [Written.parse(number, percent=pattern is not INTERVAL) for number in found.groups()]
+                if not any(all(w.holds(v) for w, v in zip(written, record)) for record in records):
+                    problems.append(f"{document}: {found[0]!r} is no committed {kind}: {flat[:160]}")
+    return problems
+
+
+NUMBERS_ALLOWED = [
+    Allowed("PRESETS.md", "exponent 1.25 [1.14, 1.35]", "the paper preset's CPU run at 3d980d4, which its "
+            "paragraph's first sentence names"),
+    Allowed("PRESETS.md", "exponent 3.29 [2.62, 4.03]", "the paper preset's CPU run at 3d980d4, which its "
+            "paragraph's first sentence names"),
+]
+
+
+def test_every_interval_and_accuracy_in_readme_and_docs_is_a_committed_record():
+    intervals, accuracies = interval_records(ROOT), accuracy_records(ROOT)
+    problems = [problem for path in _documents()
+                for problem in number_problems(path.name, path.read_text(), intervals, accuracies, NUMBERS_ALLOWED)]
+    assert not problems, "\n" + "\n".join(problems)
+
+
+def test_a_drifted_interval_or_accuracy_is_flagged_and_a_recorded_or_dated_one_is_not():
+    """LI-6's record and the ViT's accuracies before issue 66: 0.8625 written as 0.863 is a rounding twice over."""
+    intervals, accuracies = {(0.6397, 0.41697, 0.86249)}, {(0.87674, 0.84540, 0.91365)}
+    text = ("Mean log ratio +0.640 [+0.417, +0.862]. Mean log ratio +0.640 [+0.417, +0.863].\n\n"
+            "The ViT reaches 87.7% (84.5-91.4%) and 87.4% (83.7-89.6%; chance is 10%), at 12.3% error, not "
+            "12.6% error.\n\nAt abc1234: 0.196 [0.146, 0.246] and 87.4% (83.7-89.6%).\n")
+    flagged = [problem.split(": ")[1].split(" is no")[0] for problem in
+               number_problems("X.md", text, intervals, accuracies, [])]
+    assert flagged == ["'+0.640 [+0.417, +0.863]'", "'87.4% (83.7-89.6%;'", "'12.6% error'"]
+    excused = number_problems("X.md", text, intervals, accuracies, [Allowed("X.md", "not 12.6%", "a test")])
+    assert excused == number_problems("X.md", text, intervals, accuracies, [])[:1]  # its whole sentence excused
+
+
+def test_every_allowed_number_is_still_needed():
+    intervals, accuracies = interval_records(ROOT), accuracy_records(ROOT)
+    texts = {path.name: path.read_text() for path in _documents()}
+    unexcused = {name: number_problems(name, text, intervals, accuracies, []) for name, text in texts.items()}
+    assert [a for a in NUMBERS_ALLOWED if number_problems(a.document, texts.get(a.document, ""), intervals,
+                                                          accuracies, [a]) == unexcused.get(a.document, [])] == []

@@ -8,8 +8,10 @@ import pytest
 import yaml
 
 from vitheory import reviewing
-from vitheory.core.paths import artifact
+from vitheory.core.artifacts import write_json, write_table
+from vitheory.core.paths import artifact, run_name, runs
 from vitheory.papers import PAPERS
+from vitheory.pk22 import trainings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -175,3 +177,28 @@ def test_the_cost_table_quotes_the_guides_total_and_every_measurement_with_its_c
         assert row.startswith(f"| `{measurement.command}` | {reviewing.duration(measurement.seconds)} | "
                               f"at {measurement.commit}, {measurement.date}, {measurement.machine};")
     assert reviewing.cost_table("no stage-times block", measured).splitlines()[2:] == rows[1:]
+
+
+def test_the_real_accuracy_block_is_each_tables_mean_and_range_over_its_seeds(tmp_path):
+    """Planted tables whose means need every seed (a dropped seed or an extra one moves each cell): 3 seeds of
+    every train_real table, 3 of AlterNet on all the data, and a smallest fraction beside a larger one."""
+    accuracies = {"natural": [0.80, 0.90, 0.87], "permuted": [0.70, 0.60, 0.62]}
+    for model in runs("real_models"):
+        write_json(tmp_path / artifact("real_metrics") / f"{run_name(model, 'natural')}.json", {
+            "model": model, "pixels": "natural",
+            "runs": {f"seed_{s}": {"seed": s, "test_accuracy": a} for s, a in enumerate(accuracies["natural"])}})
+        write_json(tmp_path / artifact("real_metrics") / f"{run_name(model, 'permuted')}.json", {
+            "model": model, "pixels": "permuted",
+            "runs": {f"seed_{s}": {"seed": s, "test_accuracy": a} for s, a in enumerate(accuracies["permuted"])}})
+    rows = ([("alternet", 1.0, s, 0.0, 0.0, 0.0, error) for s, error in enumerate([0.02, 0.04, 0.09])]
+            + [("alternet", 0.1, s, 0.0, 0.0, 0.0, 0.5) for s in range(3)]
+            + [("vit", 0.1, s, 0.0, train, 0.0, test) for s, (train, test) in enumerate([(0.3, 0.4), (0.5, 0.7),
+                                                                                         (0.6, 0.6)])]
+            + [("vit", 0.5, s, 0.0, 0.0, 0.0, 0.1) for s in range(3)])
+    write_table(tmp_path / artifact("pk_train_runs"), trainings.COLUMNS, rows)
+    lines = reviewing.real_accuracy(tmp_path).splitlines()
+    assert lines[0] == "Test accuracy, mean (range) over 3 seeds:"
+    assert lines[4] == "| ViT | 85.7% (80.0-90.0%) | 64.0% (60.0-70.0%) |"
+    assert lines[7] == "| AlterNet | 95.0% (91.0-98.0%) | |"
+    assert lines[9] == ("On 10% of the training images, the ViT reaches 43.3% (30.0-60.0%; chance is 10%). "
+                        "Its training error is 46.7%: it underfits, which is PK-1's phenomenon.")

@@ -7,7 +7,8 @@ reports/verdicts.json), and the time each stage took in the last run on this mac
 stage logs of its own run, reports/timings: dvc.lock keeps no times). The README's: the committed
 run's results, claim by claim (from reports/claims.json), and where each claim's code lives (its
 stages, the modules of the science they and its check call, and their tests; from the paper table,
-dvc.yaml and the imports), and the first screen's cost of each command (from docs/measured.yaml and the
+dvc.yaml and the imports), the real-image models' test accuracies (from train_real's and pk_train's
+tables), and the first screen's cost of each command (from docs/measured.yaml and the
 guide's stage times).
 
     python -m vitheory.reviewing           # rewrite the blocks (the times only if a run logged them)
@@ -28,16 +29,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
 from vitheory.core.claims import Claim, labelled_checks
 from vitheory.core.artifacts import read_json
 from vitheory.core.cli import TIMINGS
+from vitheory.core.figures import read_frame
 from vitheory.core.paths import ROOT, outputs, stages
 from vitheory.core.paths import artifact
+from vitheory.jsl22.figures import REAL_MODELS, real_runs
 from vitheory.measured import MEASURED, Measurement, duration, load_measured
 from vitheory.papers import PAPERS
 from vitheory.pipeline import direct_imports, stage_script
+from vitheory.pk22 import trainings
 from vitheory.report import fmt, interval_text
 
 GUIDE = Path("docs/REVIEWING.md")
@@ -197,6 +202,35 @@ def results_table(root: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _mean_range(values: pd.Series) -> str:
+    """A share over seeds as the README writes it: the mean (min-max), in percent."""
+    return f"{values.mean():.1%} ({100 * values.min():.1f}-{values.max():.1%})"
+
+
+def real_accuracy(root: Path) -> str:
+    """The README's test accuracy of every real-image model, mean (range) over its seeds, from train_real's
+    tables (natural and permuted pixels) and pk_train's (AlterNet on all the data; the ViT on the smallest
+    fraction, beside its training error): PK-1's underfitting ViT and every compared model's distance from
+    perfect, never typed by hand."""
+    real = real_runs(root)
+    fractions = read_frame(root / artifact("pk_train_runs"), trainings.COLUMNS)
+    full = fractions[(fractions.model == "alternet") & (fractions.fraction == fractions.fraction.max())]
+    small = fractions[(fractions.model == "vit") & (fractions.fraction == fractions.fraction.min())]
+    seeds = sorted({len(group) for _, group in real.groupby(["model", "pixels"])} | {len(full)})
+    pixels = list(dict.fromkeys(real.pixels))
+    lines = [f"Test accuracy, mean (range) over {' or '.join(map(str, seeds))} seeds:", "",
+             f"| model | {' | '.join(f'{kind} pixels' for kind in pixels)} |", "| --- |" + " --- |" * len(pixels)]
+    for model, runs_of in real.groupby("model", sort=False):
+        cells = [_mean_range(runs_of[runs_of.pixels == kind].test_accuracy) for kind in pixels]
+        lines.append(f"| {REAL_MODELS[model]} | {' | '.join(cells)} |")
+    lines.append(f"| AlterNet | {_mean_range(1 - full.test_error)} |" + " |" * (len(pixels) - 1))
+    # the digits have 10 classes: chance is one in ten
+    lines += ["", f"On {small.fraction.iloc[0]:.0%} of the training images, the ViT reaches "
+              f"{_mean_range(1 - small.test_error)[:-1]}; chance is 10%). Its training error is "
+              f"{small.train_error.mean():.1%}: it underfits, which is PK-1's phenomenon."]
+    return "\n".join(lines) + "\n"
+
+
 def citation_problems(cff_text: str, pyproject_text: str) -> list[str]:
     """What is wrong with CITATION.cff: unparsable, a required key missing (of the file or a reference),
     a version or license other than pyproject.toml's, a paper of the pipeline not among its references."""
@@ -336,7 +370,8 @@ def generated(root: Path, times: str | None = None) -> dict[Path, dict[str, str]
         guide = rewrite(guide, {"stage-times": times})
     costs = cost_table(guide, load_measured((root / MEASURED).read_text()))
     return {GUIDE: {"claim-map": claim_map(), "verdicts": verdicts_table(root)},
-            README: {"costs": costs, "results": results_table(root), "claim-code": claim_code()}}
+            README: {"costs": costs, "results": results_table(root), "real-accuracy": real_accuracy(root),
+                     "claim-code": claim_code()}}
 
 
 def main(argv: list[str] | None = None) -> int:

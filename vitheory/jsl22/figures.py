@@ -4,6 +4,7 @@ during training (JSL-1, JSL-2), transfer (JSL-4) and the real-image accuracies (
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -188,9 +189,9 @@ def real_position_maps() -> list[tuple[str, np.ndarray]]:
     return maps
 
 
-def real_runs() -> pd.DataFrame:
-    """The test accuracy of every train_real run, one row per model, pixels and seed."""
-    summaries = [read_json(artifact("real_metrics") / f"{run_name(model, pixels)}.json")
+def real_runs(root: Path = Path()) -> pd.DataFrame:
+    """The test accuracy of every train_real run under `root`, one row per model, pixels and seed."""
+    summaries = [read_json(root / artifact("real_metrics") / f"{run_name(model, pixels)}.json")
                  for model in runs("real_models") for pixels in runs("real_pixels")]
     return pd.DataFrame([{"model": summary["model"], "pixels": summary["pixels"], **run}
                          for summary in summaries for run in summary["runs"].values()])
