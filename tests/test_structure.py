@@ -108,3 +108,45 @@ def test_the_checks_can_fail(tmp_path):
                                               "vitheory.li23.claims -> vitheory.jsl22.data"]
     assert import_circles(graph) == [["vitheory.pk22.a", "vitheory.pk22.b", "vitheory.pk22.c", "vitheory.pk22.a"]]
     assert import_circles({"x": {"y"}, "y": set()}) == []
+
+
+def unlisted_modules(tree: str, root: Path = ROOT) -> list[str]:
+    """The modules of vitheory/ that docs/LAYOUT.md's tree `tree` does not name in their package's entry (a
+    top-level module: in an entry of its own)."""
+    entries: dict[str, str] = {}
+    package = ""
+    for line in tree.splitlines():
+        indent = len(line) - len(line.lstrip())
+        if indent == 2:  # a package (`core/`) or a top-level module (`params.py`)
+            package = line.split()[0]
+        if indent >= 2:
+            entries[package] = entries.get(package, "") + " " + line
+    missing = []
+    for path in sorted((root / "vitheory").rglob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        relative = path.relative_to(root / "vitheory")
+        entry = entries.get(f"{relative.parts[0]}/" if len(relative.parts) > 1 else relative.name, "")
+        if path.name not in entry.replace(",", " ").split():
+            missing.append(relative.as_posix())
+    return missing
+
+
+def _layout_tree() -> str:
+    text = (ROOT / "docs/LAYOUT.md").read_text()
+    return text.split("```\n", 2)[1]
+
+
+def test_layouts_tree_names_every_module():
+    missing = unlisted_modules(_layout_tree())
+    assert not missing, f"docs/LAYOUT.md's tree does not name: {missing}; add a line for each"
+
+
+def test_a_module_missing_from_the_tree_is_named(tmp_path):
+    for name in ("vitheory/core/config.py", "vitheory/core/spare.py", "vitheory/li23/phase.py", "vitheory/report.py",
+                 "vitheory/extra.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    tree = ("vitheory/\n  core/   the bottom\n    config.py   the loader; not spare.py's\n"
+            "  li23/   [LI23]: phase.py (LI-1),\n          report.py\n  report.py  claims.json\n")
+    assert unlisted_modules(tree, tmp_path) == ["core/spare.py", "extra.py"]

@@ -19,9 +19,9 @@ import os
 import platform
 
 # MKL honours only its AUTO and COMPATIBLE branches on a non-Intel CPU (MKL_CBWR=AVX2 runs AUTO on AMD, its
-# verbose log says CNR:AUTO), so only COMPATIBLE names the same code on both vendors (issue 45). It costs
+# verbose log says CNR:AUTO), so only COMPATIBLE names the same code on both vendors (docs/PERF.md). It costs
 # the ViT's trainings 1.6x on our AMD machines and buys bytes across vendors, which the project promises only
-# on the CPU model tested (issue 52): AUTO is the default, COMPATIBLE an opt-in. CNR's run-to-run identity
+# on the CPU model tested (docs/PERF.md): AUTO is the default, COMPATIBLE an opt-in. CNR's run-to-run identity
 # needs a fixed thread count, not one MKL or torch adjusts to the machine's cores.
 CPU_NUMERICS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AUTO", "MKL_DYNAMIC": "FALSE",
                 "OMP_NUM_THREADS": "2", "ONEDNN_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "Haswell"}

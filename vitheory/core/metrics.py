@@ -1,7 +1,7 @@
 """0-1 mistakes that count a non-finite output as wrong: every error rate and accuracy goes through here.
 
 A comparison with NaN is false, so `out * y <= 0` takes a NaN output for a correct one, and a diverged
-model scores as well as a trained one (issue 53: at d_p = 32 three of six diverged seeds kept errors of
+model scores as well as a trained one (at d_p = 32 three of six diverged seeds once kept errors of
 0.2-3%). An infinite output is no prediction either: it is the overflow of a diverging model.
 """
 

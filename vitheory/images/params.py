@@ -97,7 +97,7 @@ RealModels = make_dataclass("RealModels", [(name, preset, knob()) for name, pres
 @dataclass(frozen=True)
 class CompileParams(Section):
     """Per model kind (a model class's KIND), whether its training step goes through torch.compile:
-    faster where it wins, other last bits than eager (issue 52)."""
+    faster where it wins, other last bits than eager (docs/PERF.md)."""
 
     vit: bool = knob()  # SmallViT: vit, vit_positional, and pk_train's vit_gap
     cnn: bool = knob()  # SmallResNet

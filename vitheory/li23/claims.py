@@ -234,8 +234,8 @@ def _li5_statistics(samples: Samples) -> Measured:
     clean, correlated = mean("spurious_clean", "all", patches, 0), mean("spurious_correlated", "all", patches, 0)
     # what a random class's marker costs against its own class's, on the same images and model: near 0,
     # it never learned the shortcut and removing the marker's token has nothing to show. (Against clean
-    # images, never seen without a marker, the cost mixed the shortcut with that shift: 0.048 in the
-    # run of issue 53, undecidable against the 5-point gate.)
+    # images, never seen without a marker, the cost mixed the shortcut with that shift: 0.048 in an
+    # earlier run, undecidable against the 5-point gate.)
     return measured | {"spurious_clean": clean, "spurious_correlated": correlated,
                        "spurious_marker_cost": correlated - decorrelated["all"],
                        **{f"spurious_decorrelated_{s}": v for s, v in decorrelated.items()},

@@ -509,7 +509,7 @@ PAPER = Paper(
                       Criterion("alternet_minus_cnn_closing_margin", ">", 0.0,
                                 ("ours: the paper credits the margin to attention at a stage's end, so a "
                                  "stage's closing convolution in the CNN of the same shape must stand out less, or the "
-                                 "margin belongs to the last block of a stage (issue 41); the sign"), MEAN),),
+                                 "margin belongs to the last block of a stage; the sign"), MEAN),),
             evidence=(figure_path(figures.LESION), table_path("lesion")),
             samples=_lesion_samples,
             statistics=_pk7_statistics,
