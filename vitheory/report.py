@@ -19,7 +19,7 @@ import yaml
 
 from vitheory import CPU_NUMERICS
 from vitheory.core.artifacts import read_json
-from vitheory.core.claims import AFFORDABLE_SEEDS, FAILS, HOLDS, INCONCLUSIVE, REAL, evaluate, labelled_checks
+from vitheory.core.claims import AFFORDABLE_SEEDS, FAILS, HOLDS, INCONCLUSIVE, POWER, REAL, evaluate, labelled_checks
 from vitheory.core.config import ParamsView, as_dict
 from vitheory.core.intervals import MEDIAN, METHODS, SETTINGS_GROUP, SHARE
 from vitheory.core.paths import artifact, outputs, stages
@@ -70,13 +70,14 @@ def method_text(check: dict[str, Any]) -> str:
 
 
 def power_line(criterion: str, check: dict[str, Any]) -> str | None:
-    """For a criterion that decides nothing: the seeds its own test would need at power 0.8, and how that was
-    found (exact for a share; else resampling this run's units, with the power's Monte Carlo error)."""
+    """For a criterion that decides nothing: the seeds its own test would need at power POWER, and how that was
+    found (runs drawn from this run's units, each decided by the criterion's method, with the power's Monte
+    Carlo error)."""
     if check["verdict"] != INCONCLUSIVE:
         return None
     needed, plan = check.get("seeds_needed"), check.get("plan") or {}
     if needed is None and plan.get("searched_up_to"):
-        return (f"`{criterion}`: no count up to {plan['searched_up_to']:,} seeds per group decides it at power 0.8 "
+        return (f"`{criterion}`: no count up to {plan['searched_up_to']:,} seeds per group decides it at power {POWER} "
                 f"({plan['by']}): the measured effect is too small against its spread")
     if needed is None:
         return (f"`{criterion}`: no number of seeds can be planned from this run (its value sits on the threshold, "
@@ -172,7 +173,8 @@ def claim_section(record: dict[str, Any], regime: str, confidence: float, atlas:
         lines.append(f"| {setting} | **claim** | | | | | | **{judged['verdict']}** |")
     power = [line for label, check in labelled_checks(record) if (line := power_line(label, check))]
     if power:
-        lines += ["", "Seeds to decide (power 0.8, this run's effect and spread, its own units resampled):", ""] + [f"- {p}" for p in power]
+        lines += ["", f"Seeds to decide (power {POWER}, runs drawn from this run's units, each decided by its method):",
+                  ""] + [f"- {p}" for p in power]
     lines += ["", "Where each threshold comes from:", ""]
     lines += [f"- `{label}`: {check['source']}" for label, check in labelled_checks(record)]
     lines += ["", "| quantity | value |", "| --- | --- |"]

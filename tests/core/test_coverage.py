@@ -19,8 +19,7 @@ from scipy import stats
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, SYNTHETIC, Claim, Criterion, decide, intervals
 from vitheory.core.intervals import (ASSUMPTION_REPLICATES, LOG, MEAN, MEDIAN, METHODS, PAIRED, SHARE,
                                      SIGN_FLIP_DRAWS, STEP, Interval, IntervalSettings, Measurement, clopper_pearson, order_statistic_ranks,
-                                     sign_flip_p_values, skewed_mean_coverage, skewed_sign_flip_false_holds,
-                                     smallest_decisive_units)
+                                     sign_flip_p_values, skewed_mean_coverage, skewed_sign_flip_false_holds)
 
 TRIALS = 2000
 SETTINGS = IntervalSettings(confidence=0.95, bootstrap=200, seed=0)
@@ -379,11 +378,11 @@ def test_the_fewest_seeds_that_can_decide_are_those_of_each_exact_method(confide
     rng = np.random.default_rng(0)
     paired = next(n for n in range(1, 20) if sign_flip_p_values([1.0] * n, 0.0, rng)[0] <= tail)
     median = next(n for n in range(2, 20) if order_statistic_ranks(n, confidence)[1] >= confidence)
-    assert smallest_decisive_units(PAIRED, confidence) == paired
-    assert smallest_decisive_units(MEDIAN, confidence) == median
-    assert {smallest_decisive_units(kind, confidence) for kind in (MEAN, LOG, SHARE, STEP)} == {2}
+    assert METHODS[PAIRED].smallest_units(confidence) == paired
+    assert METHODS[MEDIAN].smallest_units(confidence) == median
+    assert {METHODS[kind].smallest_units(confidence) for kind in (MEAN, LOG, SHARE, STEP)} == {2}
     # the 95% report: six seeds for a paired direction, six for a median's [min, max] (93.75% at five)
-    assert (smallest_decisive_units(PAIRED, 0.95), smallest_decisive_units(MEDIAN, 0.95)) == (6, 6)
+    assert (METHODS[PAIRED].smallest_units(0.95), METHODS[MEDIAN].smallest_units(0.95)) == (6, 6)
 
 
 @pytest.mark.parametrize("n,positive", [(6, 6), (6, 4), (16, 11), (20, 14)])

@@ -9,10 +9,11 @@ from dataclasses import replace
 import pytest
 from verdict_tables import SETTINGS
 
-from vitheory.core.claims import (AFFORDABLE_SEEDS, FAILS, HOLDS, INCONCLUSIVE, RESAMPLED, SYNTHETIC, Claim, Criterion,
+from vitheory.core.claims import (AFFORDABLE_SEEDS, FAILS, HOLDS, INCONCLUSIVE, SYNTHETIC, Claim, Criterion,
                                   Variant, claim_verdict, evaluate)
 from vitheory.core.intervals import MEAN, PAIRED, SHARE, STEP, IntervalSettings
 from vitheory.core.paths import artifact
+from vitheory.core.planning import DRAWN
 
 ON = [1.0] * 8  # a condition's indicator on every seed: met
 OFF = [0.0] * 8  # unmet
@@ -189,7 +190,7 @@ def test_an_inconclusive_check_records_the_seeds_its_test_would_need_and_how_the
     moderate = [0.3, -0.1, 0.25, -0.05, 0.2, 0.0, 0.3, -0.15]
     check = _judge(tmp_path, [_ours("effect", ">", 0.0)], _seeds(effect=moderate))["criteria"]["effect > 0"]
     assert check["verdict"] == INCONCLUSIVE and 8 < check["seeds_needed"] < 100
-    assert check["plan"]["by"] == RESAMPLED and check["plan"]["power"] >= 0.7 and check["plan"]["runs"] > 0
+    assert check["plan"]["by"] == DRAWN and check["plan"]["power"] >= 0.7 and check["plan"]["runs"] > 0
     small = _judge(tmp_path, [_ours("effect", ">", 0.0)], _seeds(effect=ACROSS))["criteria"]["effect > 0"]
     assert (small["seeds_needed"], small["plan"]["searched_up_to"]) == (None, AFFORDABLE_SEEDS)
 

@@ -351,18 +351,149 @@ def _paired_check(c: Declared, m: Measurement) -> str | None:
             f"{false_holds:.0%} (against {m.cfg.tail:.1%}) at {len(values)} seeds (gamma values of that skewness)")
 
 
+Draws = Mapping[str, np.ndarray]  # group -> (runs, m): indices of the units each planned run draws
+DrawnRuns = tuple[Sequence[float | None], Sequence[Interval]]  # each run's value and interval
+PLAN_SIGN_FLIPS = 4096  # random sign patterns of a planned paired test over EXACT_SIGN_FLIP_UNITS seeds
+
+
+def _unit_values(c: Declared, m: Measurement, groups: Sequence[str], transform: Callable[[float], float]
+                 ) -> dict[str, np.ndarray] | None:
+    """What each unit of each group adds to `transform` of the quantity: the delete-one jackknife's
+    pseudo-values n theta - (n - 1) theta_(i) (a mean's units themselves; the linear part of any other
+    statistic), whose Student-t interval is the jackknife's. None when one is unmeasured."""
+    try:
+        centre = transform(m.measured[c.quantity])
+        return {group: np.array([len(m.left_out[group]) * centre - (len(m.left_out[group]) - 1)
+                                 * transform(v[c.quantity]) for v in m.left_out[group]]) for group in groups}
+    except (TypeError, ValueError):  # None, or the log of a value that is not positive
+        return None
+
+
+def _student_t_runs(c: Declared, m: Measurement, draws: Draws, rng: np.random.Generator,
+                    log: bool = False) -> DrawnRuns | None:
+    """Student-t on each run's drawn pseudo-values, Welch's degrees of freedom across groups (on the log
+    scale for LOG): `_jackknife` on each run, whose pseudo-values are its units' own."""
+    units = _unit_values(c, m, list(draws), _log if log else float)
+    if units is None or not all(np.isfinite(u).all() for u in units.values()):
+        return None
+    drawn = {group: units[group][indices] for group, indices in draws.items()}
+    n = next(iter(drawn.values())).shape[1]
+    values = sum(d.mean(axis=1) for d in drawn.values()) - sum(u.mean() for u in units.values())
+    values = values + (_log if log else float)(m.measured[c.quantity])
+    parts = [d.var(axis=1, ddof=1) / n for d in drawn.values()]
+    variance = sum(parts)
+    df = variance ** 2 / np.maximum(sum(v ** 2 / (n - 1) for v in parts), 1e-300)
+    half = stats.t.ppf((1 + m.cfg.confidence) / 2, np.maximum(df, 1)) * np.sqrt(variance)
+    low, high = values - half, values + half
+    if log:
+        values, low, high = np.exp(values), np.exp(low), np.exp(high)
+    return values, [Interval(*clip(lo, hi, c.bounds), m.cfg.confidence, {}) for lo, hi in zip(low, high)]
+
+
+def _per_unit_drawn(c: Declared, m: Measurement, draws: Draws, finite: bool = True) -> np.ndarray | None:
+    """The per-unit values of the criterion's group, drawn (runs x m); None when one is unmeasured (or, with
+    `finite`, infinite)."""
+    values = m.per_unit(c.quantity, c.group)
+    if None in values or (finite and not all(math.isfinite(v) for v in values)):
+        return None
+    return np.asarray(values, dtype=float)[draws[c.group]]
+
+
+def _clopper_pearson_runs(c: Declared, m: Measurement, draws: Draws, rng: np.random.Generator
+                          ) -> DrawnRuns | None:
+    """Each run's share of yes among its drawn units and that share's Clopper-Pearson interval."""
+    drawn = _per_unit_drawn(c, m, draws)
+    if drawn is None:
+        return None
+    n = drawn.shape[1]
+    k = np.rint(drawn.sum(axis=1)).astype(int)
+    return k / n, [Interval(*clopper_pearson(int(ki), n, m.cfg.confidence), m.cfg.confidence, {}) for ki in k]
+
+
+def _order_statistics_runs(c: Declared, m: Measurement, draws: Draws, rng: np.random.Generator
+                           ) -> DrawnRuns | None:
+    """Each run's median and its order-statistics interval (a censored, infinite unit at its end)."""
+    drawn = _per_unit_drawn(c, m, draws, finite=False)
+    if drawn is None:
+        return None
+    ordered = np.sort(drawn, axis=1)
+    n = ordered.shape[1]
+    r, coverage = order_statistic_ranks(n, m.cfg.confidence)
+    return np.median(ordered, axis=1), [Interval(*clip(low, high, c.bounds), coverage, {})
+                                        for low, high in zip(ordered[:, r - 1], ordered[:, n - r])]
+
+
+def sign_flip_rows(drawn: np.ndarray, threshold: float, rng: np.random.Generator) -> list[tuple[float, float]]:
+    """`sign_flip_p_values` of each row: every sign pattern up to EXACT_SIGN_FLIP_UNITS seeds, PLAN_SIGN_FLIPS
+    random ones (the same for every row, all +1 among them) above: the test's own p-values, estimated less
+    finely than the verdict's (their Monte Carlo error at the 2.5% tail, 0.2%, is small beside the power's)."""
+    shifted = drawn - threshold
+    n = shifted.shape[1]
+    signs = (every_sign_pattern(n) if n <= EXACT_SIGN_FLIP_UNITS else
+             np.vstack([np.ones(n), rng.choice((1.0, -1.0), size=(PLAN_SIGN_FLIPS - 1, n))]))
+    found = []
+    for rows in np.array_split(shifted, max(1, len(shifted) // 50)):  # 50 rows: a few hundred MB at most
+        sums, observed = signs @ rows.T, rows.sum(axis=1)
+        tolerance = 1e-12 * np.maximum(1.0, np.abs(rows).sum(axis=1))
+        found += list(zip((sums >= observed - tolerance).mean(axis=0), (sums <= observed + tolerance).mean(axis=0)))
+    return found
+
+
+def _sign_flip_runs(c: Declared, m: Measurement, draws: Draws, rng: np.random.Generator) -> DrawnRuns | None:
+    """Each run's mean and Student-t interval (shown) with its sign-flip p-values (which decide)."""
+    drawn = _per_unit_drawn(c, m, draws)
+    if drawn is None:
+        return None
+    n = drawn.shape[1]
+    values = drawn.mean(axis=1)
+    half = stats.t.ppf((1 + m.cfg.confidence) / 2, n - 1) * drawn.std(axis=1, ddof=1) / math.sqrt(n)
+    return values, [Interval(*clip(v - h, v + h, c.bounds), m.cfg.confidence, {}, p_values=p)
+                    for v, h, p in zip(values, half, sign_flip_rows(drawn, c.threshold, rng))]
+
+
+def _percentile_bootstrap_runs(c: Declared, m: Measurement, draws: Draws, rng: np.random.Generator
+                               ) -> DrawnRuns:
+    """Each run measured again on its drawn units (the other groups whole) and its own percentile bootstrap,
+    of the verdict's resamples, seeded by the run's index: the verdict's method, run by run."""
+    runs, n = next(iter(draws.values())).shape
+    values, found = [], []
+    for r in range(runs):
+        samples = {**m.samples, **{group: [m.samples[group][i] for i in indices[r]] for group, indices in draws.items()}}
+        run = Measurement(m.statistics, samples, m.statistics(samples), m.cfg, f"{m.key}{c.quantity} run {r}")
+        values.append(run.measured[c.quantity])
+        found.append(_percentile_bootstrap(c, run))
+    return values, found
+
+
+def _paired_units(confidence: float) -> int:
+    """The fewest seeds whose exact sign-flip test can reject at the tail: 2^-n <= (1 - confidence) / 2."""
+    return math.ceil(math.log2(2 / (1 - confidence)))
+
+
+def _median_units(confidence: float) -> int:
+    """The fewest seeds whose [min, max] covers the median at the confidence."""
+    return next(n for n in range(2, 64) if 1 - 2 * 0.5 ** n >= confidence)
+
+
 @dataclass(frozen=True)
 class Method:
     """One row of the table: the method's name (claims.json's `method`), the function that makes the
-    interval, what the kind is and how the method treats it (REPORT.md's header), and what it assumes of
-    the units."""
+    interval, what the kind is and how the method treats it (REPORT.md's header), what it assumes of the
+    units, and what a seed plan (vitheory.core.planning) needs of it: `runs`, the same method applied to many
+    drawn runs at once (each run's value and interval, as `interval` would make them on that run's units;
+    None when the units cannot be drawn, one unmeasured), the fewest units at which it can decide at all,
+    how many runs a plan draws per candidate count, and how far beyond its units a plan may reach."""
 
     name: str
     interval: Callable[[Declared, Measurement], Interval]
     description: str
     assumptions: str
+    runs: Callable[[Declared, Measurement, Draws, np.random.Generator], DrawnRuns | None]
     # the assumptions checked on the units: None when they hold, else what the interval is and by how much
     check: Callable[[Declared, Measurement], str | None] = lambda criterion, measurement: None
+    smallest_units: Callable[[float], int] = lambda confidence: 2
+    plan_runs: int = 400  # the planned power's Monte Carlo error about 0.02 at 0.8
+    plan_growth: int | None = None  # a plan counts up to this many times the units it has (None: no limit)
 
 
 METHODS = {
@@ -373,23 +504,25 @@ METHODS = {
                  "(units of skewness 1 miss on their long side up to twice the tail; of skewness 2, exponential, "
                  "it covers about 88-92% at 5 to 20 seeds, tests/core/test_coverage.py); checked: each moving "
                  "group's skewness, the coverage at it stated where short",
-                 _mean_check),
+                 _student_t_runs, _mean_check),
     LOG: Method("Student-t, log scale", _log_student_t,
                 "a positive, skewed quantity (a ratio, an eigenvalue): the same Student-t interval on the log of "
                 "the quantity, exponentiated",
                 "independent seeds, a positive quantity whose log is close to normal (a geometric mean of "
                 "lognormal units, not an arithmetic mean of skewed ones); checked: the skewness on the log scale, "
                 "the coverage at it stated where short",
-                _log_check),
+                functools.partial(_student_t_runs, log=True), _log_check),
     SHARE: Method("Clopper-Pearson", _clopper_pearson,
                   "a share of seeds (a yes or no per seed): the exact binomial interval, at least its nominal "
                   "coverage and always inside [0, 1]",
-                  "independent seeds, each a yes or no with the same chance; no shape"),
+                  "independent seeds, each a yes or no with the same chance; no shape",
+                  _clopper_pearson_runs),
     MEDIAN: Method("order statistics", _order_statistics,
                    "a median over seeds: the distribution-free interval between two of the seeds' ordered values (a "
                    "censored seed ordered at its infinite end), as near its nominal coverage as the seeds allow (at "
                    "5 seeds [min, max] covers 93.75%)",
-                   "independent seeds from one continuous distribution (ties make it conservative); no shape"),
+                   "independent seeds from one continuous distribution (ties make it conservative); no shape",
+                   _order_statistics_runs, smallest_units=_median_units),
     PAIRED: Method("sign-flip", _sign_flip,
                    "a direction measured within each seed (a difference on the same seed): decided by the sign-flip "
                    "test of the seeds' values against the threshold, one-sided each way, not by the interval shown "
@@ -400,13 +533,16 @@ METHODS = {
                    "(the sign-flip null: seeds of skewness 2 with mean on the threshold are decided falsely up to "
                    "about 15% against 2.5%); the interval shown assumes what a mean's does; checked: the seeds' "
                    "skewness, the false decisions at it stated where above the tail",
-                   _paired_check),
+                   _sign_flip_runs, _paired_check, smallest_units=_paired_units),
     STEP: Method("percentile bootstrap", _percentile_bootstrap,
                  "a step statistic over the whole grid (an indicator, a first sample size reached), whose "
                  "leave-one-out values do not move: the percentile bootstrap over seeds, its ends the order "
                  "statistics outside the tails",
                  "independent seeds, enough of them that resampling them stands for drawing new ones (over 3 "
-                 "seeds a percentile bootstrap covers about 75%)"),
+                 "seeds a percentile bootstrap covers about 75%)",
+                 # each planned run is measured again on each of its resamples: fewer runs, and no count
+                 # beyond 8 times its seeds (a grid's step statistic is not extrapolated far)
+                 _percentile_bootstrap_runs, plan_runs=200, plan_growth=8),
 }
 
 
@@ -416,14 +552,3 @@ def method_name(kind: str, interval: Interval) -> str:
     if interval.exact is None:
         return name
     return f"exact {name}" if interval.exact else f"{name}, {SIGN_FLIP_DRAWS:,} random sign patterns"
-
-
-def smallest_decisive_units(kind: str, confidence: float) -> int:
-    """The fewest seeds at which the kind's exact method can decide at all: 2^-n <= the tail for a sign-flip
-    test; [min, max] reaching the nominal coverage for a median; two for the others."""
-    tail = (1 - confidence) / 2
-    if kind == PAIRED:
-        return math.ceil(math.log2(1 / tail))
-    if kind == MEDIAN:
-        return next(n for n in range(2, 64) if 1 - 2 * 0.5 ** n >= confidence)
-    return 2
