@@ -307,14 +307,32 @@ def skewed_sign_flip_false_holds(skewness: float, n: int, confidence: float) -> 
     return float(max(greater, smaller))
 
 
-def _monte_carlo_slack(rate: float) -> float:
-    return 2 * math.sqrt(rate * (1 - rate) / ASSUMPTION_REPLICATES)
+# When a check flags: Bradley's liberal criterion (Br. J. Math. Stat. Psychol. 31, 1978), a test or interval
+# counts as robust while its error rate stays within 1.5 times the nominal one (a paired test's false decisions
+# within 1.5 x its tail, an interval's misses within 1.5 x its 1 - confidence), so that a small excess
+# (8 seeds of skewness 0.4: 3.4% against 2.5%) is not flagged as a fault ...
+ROBUST_FACTOR = 1.5
+# ... and only where the units' skewness is evidence at all: beyond what normal units of that count show 95% of
+# the time (the sample skewness of 10 normal units often reaches 0.7, whose gamma model decides 4.0% against
+# 2.5%: without this, normal paired differences at 10 seeds were flagged about half the time)
+SKEWNESS_EVIDENCE = 0.95
+
+
+@functools.cache
+def normal_skewness_bound(n: int) -> float:
+    """The SKEWNESS_EVIDENCE quantile of |sample skewness| over ASSUMPTION_REPLICATES samples of n normal units."""
+    units = np.random.default_rng(n).standard_normal((ASSUMPTION_REPLICATES, n))
+    return float(np.quantile(np.abs(stats.skew(units, axis=1, bias=False)), SKEWNESS_EVIDENCE))
+
+
+def _skewed_beyond_normal(skew: float | None, n: int) -> bool:
+    return skew is not None and round(abs(skew), 1) > 0 and abs(skew) > normal_skewness_bound(n)
 
 
 def _mean_check(c: Declared, m: Measurement, transform: Callable[[float], float] = lambda x: x) -> str | None:
     """Student-t's coverage at the most skewed moving group's skewness (of its delete-one values, on the
-    interval's scale: a mean's are its units reflected) and unit count, when it falls short of nominal by
-    more than the simulation's Monte Carlo error."""
+    interval's scale: a mean's are its units reflected) and unit count, when that skewness is beyond normal
+    units' and the interval misses more than ROBUST_FACTOR times its nominal rate there."""
     skewed = []
     for group, measured in m.left_out.items():
         try:
@@ -326,8 +344,10 @@ def _mean_check(c: Declared, m: Measurement, transform: Callable[[float], float]
     if not skewed:
         return None
     skew, group, n = max(skewed)
-    coverage = skewed_mean_coverage(round(skew, 1), n, m.cfg.confidence) if round(skew, 1) > 0 else m.cfg.confidence
-    if coverage >= m.cfg.confidence - _monte_carlo_slack(m.cfg.confidence):
+    if not _skewed_beyond_normal(skew, n):
+        return None
+    coverage = skewed_mean_coverage(round(skew, 1), n, m.cfg.confidence)
+    if 1 - coverage <= ROBUST_FACTOR * (1 - m.cfg.confidence):
         return None
     return (f"approximate: units skewed ({group}: skewness {skew:.1f}), coverage about {coverage:.0%} at {n} seeds "
             "(gamma units of that skewness)")
@@ -338,14 +358,15 @@ def _log_check(c: Declared, m: Measurement) -> str | None:
 
 
 def _paired_check(c: Declared, m: Measurement) -> str | None:
-    """The sign-flip test's false holds at the seeds' own skewness and count, when above the tail by more than
-    the simulation's Monte Carlo error: its null is symmetry about the threshold."""
+    """The sign-flip test's false holds at the seeds' own skewness and count (its null is symmetry about the
+    threshold), when that skewness is beyond normal units' and the test decides falsely more than
+    ROBUST_FACTOR times its tail there."""
     values = m.per_unit(c.quantity, c.group)
     skew = None if None in values else _skewness(values)
-    if skew is None or round(abs(skew), 1) == 0:
+    if not _skewed_beyond_normal(skew, len(values)):
         return None
     false_holds = skewed_sign_flip_false_holds(round(skew, 1), len(values), m.cfg.confidence)
-    if false_holds <= m.cfg.tail + _monte_carlo_slack(m.cfg.tail):
+    if false_holds <= ROBUST_FACTOR * m.cfg.tail:
         return None
     return (f"approximate: per-seed values skewed (skewness {skew:.1f}), the sign-flip test falsely decides about "
             f"{false_holds:.0%} (against {m.cfg.tail:.1%}) at {len(values)} seeds (gamma values of that skewness)")
@@ -503,14 +524,15 @@ METHODS = {
                  "independent seeds whose mean is close to normal: roughly symmetric units without heavy tails "
                  "(units of skewness 1 miss on their long side up to twice the tail; of skewness 2, exponential, "
                  "it covers about 88-92% at 5 to 20 seeds, tests/core/test_coverage.py); checked: each moving "
-                 "group's skewness, the coverage at it stated where short",
+                 "group's skewness, the coverage at it stated where the skewness is beyond normal units' and the "
+                 "interval misses more than 1.5 times its nominal rate there",
                  _student_t_runs, _mean_check),
     LOG: Method("Student-t, log scale", _log_student_t,
                 "a positive, skewed quantity (a ratio, an eigenvalue): the same Student-t interval on the log of "
                 "the quantity, exponentiated",
                 "independent seeds, a positive quantity whose log is close to normal (a geometric mean of "
                 "lognormal units, not an arithmetic mean of skewed ones); checked: the skewness on the log scale, "
-                "the coverage at it stated where short",
+                "the coverage at it stated as a mean's is",
                 functools.partial(_student_t_runs, log=True), _log_check),
     SHARE: Method("Clopper-Pearson", _clopper_pearson,
                   "a share of seeds (a yes or no per seed): the exact binomial interval, at least its nominal "
@@ -532,7 +554,8 @@ METHODS = {
                    "independent seeds whose values, where the effect sits on the threshold, are symmetric about it "
                    "(the sign-flip null: seeds of skewness 2 with mean on the threshold are decided falsely up to "
                    "about 15% against 2.5%); the interval shown assumes what a mean's does; checked: the seeds' "
-                   "skewness, the false decisions at it stated where above the tail",
+                   "skewness, the false decisions at it stated where the skewness is beyond normal units' and they "
+                   "exceed 1.5 times the tail there",
                    _sign_flip_runs, _paired_check, smallest_units=_paired_units),
     STEP: Method("percentile bootstrap", _percentile_bootstrap,
                  "a step statistic over the whole grid (an indicator, a first sample size reached), whose "
