@@ -210,8 +210,9 @@ ROWS = [
     Row("JSL-7", _handbuilt(glm_error=0.05), FAILS, "the linear model at 5%, under Theorem 3.1's 1/8"),
     # 29 rather than 18 errors: seeds_needed's Clopper-Pearson search runs 27 s at 18 (to 37,163 examples)
     Row("JSL-7", _handbuilt(unassociated=29), INCONCLUSIVE, "29 errors in 2000: [0.97%, 2.08%] holds 1%"),
-    Row("JSL-7", _handbuilt(unassociated_meets=[1, 0, 0, 0, 0] * 12 + [1, 0, 0, 0]), INCONCLUSIVE,
-        "13 patches of 64 meet their set, about chance (0.18): P P^T as a random Gram matrix shows it"),
+    Row("JSL-7", _handbuilt(unassociated_meets=[1, 0, 0, 0, 0] * 12 + [1, 0, 0, 0]), FAILS,
+        "13 patches of 64 meet their set, about chance (0.18): every patch is counted, no interval to straddle"),
+    Row("JSL-7", _handbuilt(unassociated_meets=1), FAILS, "one patch of 64 meets its set: Theorem 3.2 says none"),
     Row("JSL-7", _handbuilt(unassociated_meets=PATCHES, associating_meets=0), INCONCLUSIVE,
         "no patch meets its set on the sets' own block matrix: the association measure does not see the sets",
         unmet="associating_meets_set_minus_chance", criteria=FAILS),

@@ -33,7 +33,7 @@ Measured = dict[str, float | None]
 
 # the group of one unit that holds a claim's run settings (a chance level, a step budget): no spread
 SETTINGS_GROUP = "settings"
-MEAN, LOG, SHARE, MEDIAN, PAIRED, STEP = "mean", "log", "share", "median", "paired", "step"
+MEAN, LOG, SHARE, MEDIAN, PAIRED, STEP, COUNTED = "mean", "log", "share", "median", "paired", "step", "counted"
 GROUPED = (SHARE, MEDIAN, PAIRED)  # the kinds taken over the units of one named group
 UNBOUNDED = (-math.inf, math.inf)
 EXACT_SIGN_FLIP_UNITS = 16  # up to this many units the sign-flip test counts all 2^n patterns
@@ -246,6 +246,12 @@ def _sign_flip(c: Declared, m: Measurement) -> Interval:
     rng = np.random.default_rng([m.cfg.seed, zlib.crc32(f"{m.key}{c.quantity}".encode())])
     return replace(interval, p_values=sign_flip_p_values(values, c.threshold, rng),
                    exact=len(values) <= EXACT_SIGN_FLIP_UNITS)
+
+
+def _counted(c: Declared, m: Measurement) -> Interval:
+    """No interval: the value itself at both ends, counted over every case of a fixed construction."""
+    value = m.measured[c.quantity]
+    return Interval(value, value, None if value is None else 1.0, {})
 
 
 def _percentile_bootstrap(c: Declared, m: Measurement) -> Interval:
@@ -566,6 +572,11 @@ METHODS = {
                  # each planned run is measured again on each of its resamples: fewer runs, and no count
                  # beyond 8 times its seeds (a grid's step statistic is not extrapolated far)
                  _percentile_bootstrap_runs, plan_runs=200, plan_growth=8),
+    COUNTED: Method("counted exactly", _counted,
+                    "a number counted over every case of a construction that has no seed to vary (every patch of "
+                    "one model written down): exact, its value decides, with no interval and no seeds to plan",
+                    "the construction is fixed and every case is counted: nothing is sampled",
+                    lambda criterion, measurement, draws, rng: None),
 }
 
 
