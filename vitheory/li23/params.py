@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from vitheory.core.config import (
@@ -23,6 +23,21 @@ from vitheory.core.config import (
 def _patterns_fit(n_patterns: int, dim: int) -> Iterator[Violation]:
     if n_patterns > dim:
         yield "n_patterns", n_patterns, f"<= dim ({dim}) for orthonormal patterns"
+
+
+def _distinct_counts(key: str, shown: Any, values: Iterable[float], count: Callable[[float], int],
+                     counted: str) -> Iterator[Violation]:
+    """Two values of a grid that give one token count are the same data twice: a duplicate row under
+    another label, and a point at the wrong x of any fit over the values (alpha* 0.1 and 0.125 both
+    give 2 tokens of 20). `counted` says what `count` counts; `shown` is the key's value."""
+    first: dict[int, float] = {}
+    for value in values:
+        n = count(value)
+        if n in first:
+            yield key, shown, (f"values of distinct token counts: {first[n]:g} and {value:g} both give {n} {counted}, "
+                               "the same data twice; drop one or move it to a value of another count")
+            return
+        first[n] = value
 
 
 @dataclass(frozen=True)
@@ -187,6 +202,10 @@ class PhaseParams(Section):
                 for key, value, allowed in cell_tokens(self.data, alpha, self.data.seed).relations():
                     yield (f"grids.{name}.alpha_star", list(grid.alpha_star),
                            f"such that every cell's data is valid: {key} {allowed}")
+            yield from _distinct_counts(
+                f"grids.{name}.alpha_star", list(grid.alpha_star), grid.alpha_star,
+                lambda alpha: cell_tokens(self.data, alpha, self.data.seed).n_relevant,
+                f"relevant tokens of {self.data.n_tokens} (round(alpha* x n_tokens))")
 
 
 @dataclass(frozen=True)
@@ -226,6 +245,8 @@ class SparsifyParams(Section):
                         f"a share that keeps a whole number of the tokens of every kind ({', '.join(f'{c} {k}' for k, c in counts.items())} of "
                         f"{self.data.n_tokens}): {keep:g} x {count}{' ' + kind if kind else ''} is not whole")
                     return
+        yield from _distinct_counts("keep_ratio", list(self.keep_ratio), self.keep_ratio,
+                                    lambda keep: round(keep * self.data.n_tokens), f"kept tokens of {self.data.n_tokens}")
 
 
 @dataclass(frozen=True)
@@ -243,6 +264,9 @@ class SparsifyRealParams(Section):
     spurious: SpuriousParams = knob()
 
 
+# the atlas knob (vitheory.grid) whose values [LI23]'s token data turns into counts
+ATLAS_ALPHA_STAR = "generate.li_tokens.alpha_star"
+
 # the params.yaml keys [LI23] owns (vitheory.papers), each to its section
 SECTIONS = {"generate.li_tokens": LiTokensParams, "train.li_vit": LiVitTrainParams, "phase": PhaseParams,
             "noise_sweep": NoiseSweepParams, "sparsify": SparsifyParams, "sparsify_real": SparsifyRealParams}
@@ -258,3 +282,11 @@ def relations(params: Any) -> Iterator[Violation]:
         yield "noise_sweep.n_train", list(sweep.n_train), f"<= phase.data.pool_size ({data.pool_size}) (every element)"
     for key, value, allowed in cell_tokens(data, sweep.alpha_star, data.seed).relations():
         yield "noise_sweep.alpha_star", sweep.alpha_star, f"such that the sweep's data is valid: {key} {allowed}"
+    tokens, values = params.generate.li_tokens, params.atlas.knobs.get(ATLAS_ALPHA_STAR, ())
+    # each value an experiment of its own beside the default point; a value that is no number is
+    # refused when its point is checked as a params file (vitheory.params.grid_points)
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        yield from _distinct_counts(
+            f"atlas.knobs.{ATLAS_ALPHA_STAR}", list(values), dict.fromkeys((tokens.alpha_star, *values)),
+            lambda alpha: replace(tokens, alpha_star=alpha).n_relevant,
+            f"relevant tokens of {tokens.n_tokens} (round(alpha* x n_tokens); the default {tokens.alpha_star:g} is a point too)")
