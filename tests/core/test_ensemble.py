@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from vitheory.core.device import seeded
-from vitheory.core.ensemble import Ensemble, SGDConfig, Stacked, chunk_plan, loss_and_error, train_ensemble
+from vitheory.core.ensemble import Ensemble, EnsembleRecipe, Stacked, chunk_plan, loss_and_error, train_ensemble
 from vitheory.li23.models import ShallowViT, TokenCNN
 from vitheory.li23.tokens import generate
 
@@ -25,7 +25,7 @@ def test_members_trained_together_match_members_trained_alone(default_params):
     sets = _members(default_params, [8, 32, 16, 64])
     seeds = [3, 1, 4, 1]
     for cls, config in [(ShallowViT, VIT), (TokenCNN, CNN)]:
-        cfg = SGDConfig(steps=60, batch_size=8, lr={"mixing": 2.0, "mlp": 0.5}, eval_every=5,
+        cfg = EnsembleRecipe(steps=60, batch_size=8, lr={"mixing": 2.0, "mlp": 0.5}, eval_every=5,
                         token_fraction=0.75)
         together, outcome = _train(cls, config, sets, seeds, cfg)
         for i, (data, seed) in enumerate(zip(sets, seeds)):
@@ -38,7 +38,7 @@ def test_members_trained_together_match_members_trained_alone(default_params):
 
 def test_a_member_stops_when_its_loss_is_zero(default_params):
     sets = _members(default_params, [4, 64])
-    cfg = SGDConfig(steps=400, batch_size=4, lr={"mixing": 5.0, "mlp": 0.5}, eval_every=10)
+    cfg = EnsembleRecipe(steps=400, batch_size=4, lr={"mixing": 5.0, "mlp": 0.5}, eval_every=10)
     ensemble, outcome = _train(ShallowViT, VIT, sets, [0, 0], cfg)
     loss, _ = loss_and_error(ensemble, Stacked.pad(sets).X, Stacked.pad(sets).y, Stacked.pad(sets).n)
     for i in range(2):
@@ -87,7 +87,7 @@ def test_adam_per_member_matches_torch_adam_alone():
     def build():
         return PatchGLM(n_patches=4, dim=3, init_std=0.1)
 
-    cfg = SGDConfig(steps=30, batch_size=None, lr={"readout": 0.05}, eval_every=10, loss="logistic",
+    cfg = EnsembleRecipe(steps=30, batch_size=None, lr={"readout": 0.05}, eval_every=10, loss="logistic",
                     stop_at_zero_loss=False, optimizer="adam")
     together = Ensemble([seeded(seed, build) for seed in (0, 1)])
     train_ensemble(together, Stacked.pad(sets), [0, 1], cfg, progress=False)
@@ -128,7 +128,7 @@ def test_a_model_without_learning_rate_groups_is_refused_in_one_line():
     """train_ensemble's rates are per parameter group (the Member protocol): a plain module is named, not
     trained with a KeyError deep in the step."""
     ensemble = Ensemble([torch.nn.Linear(16, 1)])
-    cfg = SGDConfig(steps=1, batch_size=None, lr={"mlp": 0.1}, eval_every=1)
+    cfg = EnsembleRecipe(steps=1, batch_size=None, lr={"mlp": 0.1}, eval_every=1)
     data = Stacked.pad([(torch.randn(4, 16), torch.ones(4))])
     with pytest.raises(TypeError, match=r"^Linear has no param_group\(name\): [^\n]*Member\)$"):
         train_ensemble(ensemble, data, [0], cfg, progress=False)

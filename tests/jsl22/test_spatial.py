@@ -9,7 +9,7 @@ from conftest import ROOT
 
 from vitheory.core.checkpoint import load_checkpoint, save_checkpoint
 from vitheory.core.device import seeded
-from vitheory.core.ensemble import Ensemble, SGDConfig, Stacked, train_ensemble
+from vitheory.core.ensemble import Ensemble, EnsembleRecipe, Stacked, train_ensemble
 from vitheory.core.errors import TrainingDiverged
 from vitheory.jsl22 import data as spatial
 from vitheory.jsl22.models import MultiHeadViT, PatchGLM, PositionalViT
@@ -202,7 +202,7 @@ def test_full_batch_logistic_descent_is_plain_gradient_descent():
     build = lambda: PositionalViT(n_patches=4, dim=3, pos_dim=2, score_form="ppt", pos_init_std=0.3,
                                   readout_init_std=1.0)
     ensemble = Ensemble([seeded(0, build)])
-    sgd = SGDConfig(steps=5, batch_size=None, lr={"mixing": 0.5, "readout": 0.1}, eval_every=5, loss="logistic",
+    sgd = EnsembleRecipe(steps=5, batch_size=None, lr={"mixing": 0.5, "readout": 0.1}, eval_every=5, loss="logistic",
                     stop_at_zero_loss=False)
     train_ensemble(ensemble, Stacked.pad([(X, y)]), [0], sgd, progress=False)
     model = seeded(0, build)
@@ -220,7 +220,7 @@ def test_a_diverging_member_raises_or_is_frozen_alone():
     X, y = torch.randn(8, 4, 3), torch.tensor([1.0, -1.0] * 4)
     build = lambda: PatchGLM(n_patches=4, dim=3, init_std=0.1)
     data = Stacked.pad([(X, y), (X * 1e30, y)])  # the second member's loss overflows at once
-    sgd = SGDConfig(steps=3, batch_size=None, lr={"readout": 1e10}, eval_every=1, loss="logistic",
+    sgd = EnsembleRecipe(steps=3, batch_size=None, lr={"readout": 1e10}, eval_every=1, loss="logistic",
                     stop_at_zero_loss=False, lr_keys={"readout": "spatial.glm.lr"})
     with pytest.raises(TrainingDiverged, match="lower spatial.glm.lr"):
         train_ensemble(Ensemble([seeded(0, build), seeded(1, build)]), data, [0, 1], sgd, progress=False)

@@ -29,7 +29,7 @@ from vitheory.core.metrics import sign_mistakes
 @runtime_checkable
 class Member(Protocol):
     """What `train_ensemble` needs of a member beyond nn.Module's forward ((B, ...) inputs -> (B,)
-    outputs): the learning-rate group of each parameter, by its name (keys of `SGDConfig.lr`)."""
+    outputs): the learning-rate group of each parameter, by its name (keys of `EnsembleRecipe.lr`)."""
 
     def param_group(self, name: str) -> str: ...
 
@@ -105,7 +105,10 @@ class Stacked:
 
 
 @dataclass(frozen=True)
-class SGDConfig:
+class EnsembleRecipe:
+    """How `train_ensemble` trains every member: its steps and batches, its optimiser (SGD or Adam) and rates,
+    its loss, and when a member stops."""
+
     steps: int
     batch_size: int | None  # None: full-batch gradient descent, each member on its whole set
     lr: dict[str, float]  # learning rate per parameter group (the model's `param_group`); 0 freezes it
@@ -121,7 +124,7 @@ class SGDConfig:
 @dataclass(frozen=True)
 class Outcome:
     """Per member: steps run, first checked step with zero training error and with zero test error (-1:
-    never, or no test data given), whether its loss became non-finite (only with `SGDConfig.stop_diverged`)."""
+    never, or no test data given), whether its loss became non-finite (only with `EnsembleRecipe.stop_diverged`)."""
 
     steps_run: list[int]
     steps_to_zero_train_error: list[int]
@@ -173,7 +176,7 @@ def subsample_tokens(x: torch.Tensor, fraction: float, generator: torch.Generato
     return x.gather(1, order.to(x.device)[..., None].expand(-1, -1, x.shape[-1]))
 
 
-def choose_batch(data: Stacked, live: torch.Tensor, cfg: SGDConfig, generators: Sequence[torch.Generator]
+def choose_batch(data: Stacked, live: torch.Tensor, cfg: EnsembleRecipe, generators: Sequence[torch.Generator]
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One step's inputs, labels and scored rows (x, y, valid) for the `live` members: each one's whole
     set (full batch) or `cfg.batch_size` rows drawn from it by its own generator, which then also
@@ -195,9 +198,9 @@ def choose_batch(data: Stacked, live: torch.Tensor, cfg: SGDConfig, generators: 
 
 class MemberStep:
     """The optimiser of every member at once: SGD, or Adam with per-member moments and step counts,
-    each parameter at its group's rate (`SGDConfig.lr`); a member not moving keeps all of it as it is."""
+    each parameter at its group's rate (`EnsembleRecipe.lr`); a member not moving keeps all of it as it is."""
 
-    def __init__(self, ensemble: Ensemble, cfg: SGDConfig):
+    def __init__(self, ensemble: Ensemble, cfg: EnsembleRecipe):
         self.params = list(ensemble.params.values())
         self.rates = [cfg.lr[ensemble.group(name)] for name in ensemble.params]
         self.adam = cfg.optimizer == "adam"
@@ -224,10 +227,10 @@ class MemberStep:
 
 class Stopping:
     """Which members still train, and per member what the `Outcome` reports. A member stops at a check
-    where its loss is zero on all its data (`SGDConfig.stop_at_zero_loss`: its gradient is zero) or at
-    a step where its loss turns non-finite (`SGDConfig.stop_diverged`)."""
+    where its loss is zero on all its data (`EnsembleRecipe.stop_at_zero_loss`: its gradient is zero) or at
+    a step where its loss turns non-finite (`EnsembleRecipe.stop_diverged`)."""
 
-    def __init__(self, ensemble: Ensemble, data: Stacked, test: Stacked | None, cfg: SGDConfig):
+    def __init__(self, ensemble: Ensemble, data: Stacked, test: Stacked | None, cfg: EnsembleRecipe):
         self.ensemble, self.data, self.test, self.cfg = ensemble, data, test, cfg
         E = len(ensemble)
         self.active = torch.ones(E, dtype=torch.bool, device=data.X.device)
@@ -277,7 +280,7 @@ class Stopping:
 
 
 def _diverged(desc: str, loss: torch.Tensor, live: torch.Tensor, step: int, seeds: Sequence[int],
-              cfg: SGDConfig) -> TrainingDiverged:
+              cfg: EnsembleRecipe) -> TrainingDiverged:
     """The error for the first live member whose loss (E_live,) is not finite, naming the rates to lower."""
     j = int((~torch.isfinite(loss)).nonzero()[0])
     bad = int(live[j])
@@ -286,7 +289,7 @@ def _diverged(desc: str, loss: torch.Tensor, live: torch.Tensor, step: int, seed
                             f"(member {bad}, seed {seeds[bad]}): lower {rates}")
 
 
-def train_ensemble(ensemble: Ensemble, data: Stacked, seeds: Sequence[int], cfg: SGDConfig,
+def train_ensemble(ensemble: Ensemble, data: Stacked, seeds: Sequence[int], cfg: EnsembleRecipe,
                    on_log: Callable[[int, Ensemble], None] | None = None, log_every: int = 0,
                    progress: bool = True, desc: str = "train", test: Stacked | None = None) -> Outcome:
     """Mini-batch SGD (or full-batch gradient descent) on the configured loss, each member on its own

@@ -21,7 +21,7 @@ from tqdm import tqdm
 from vitheory.core.artifacts import read_split
 from vitheory.core.checkpoint import seed_folder
 from vitheory.core.device import seeded
-from vitheory.core.ensemble import Ensemble, SGDConfig, Stacked, loss_and_error, train_ensemble
+from vitheory.core.ensemble import Ensemble, EnsembleRecipe, Stacked, loss_and_error, train_ensemble
 from vitheory.core.history import History, log_step
 from vitheory.core.metrics import sign_error_rate
 from vitheory.jsl22.data import SPLIT_TENSORS, association, orthogonal_feature, sample
@@ -73,7 +73,7 @@ def patch_builder(spec: PositionalViTParams | MultiHeadViTParams | GLMParams, n_
 class Trained:
     """The members of an ensemble as separate models, before and after training, each one's metrics
     before and after, and whether its loss turned non-finite (only where the recipe stops a diverged
-    member, `SGDConfig.stop_diverged`; it stays where it was)."""
+    member, `EnsembleRecipe.stop_diverged`; it stays where it was)."""
 
     initial: list[nn.Module]
     models: list[nn.Module]
@@ -114,7 +114,7 @@ def attention_association(ensemble: Ensemble, probe: torch.Tensor, sets: torch.T
 
 
 def train_patch_models(build: Callable[[], nn.Module], seeds: Sequence[int], train: tuple[torch.Tensor, torch.Tensor],
-                       test: tuple[torch.Tensor, torch.Tensor], sgd: SGDConfig, device: torch.device, *,
+                       test: tuple[torch.Tensor, torch.Tensor], sgd: EnsembleRecipe, device: torch.device, *,
                        sets: torch.Tensor | None = None, on_log: LogFn | None = None, log_every: int = 0,
                        progress: bool = True, desc: str = "train") -> Trained:
     """Train one model per seed on the same data. With `sets`, each log and the final metrics carry
@@ -139,19 +139,19 @@ def train_patch_models(build: Callable[[], nn.Module], seeds: Sequence[int], tra
 
 
 def full_batch(steps: int, lr: dict[str, float], log_every: int, lr_keys: dict[str, str],
-               optimizer: str = "sgd") -> SGDConfig:
+               optimizer: str = "sgd") -> EnsembleRecipe:
     """Full-batch gradient descent (or Adam) on the logistic loss, run for all its steps."""
-    return SGDConfig(steps=steps, batch_size=None, lr=lr, eval_every=log_every, loss="logistic",
+    return EnsembleRecipe(steps=steps, batch_size=None, lr=lr, eval_every=log_every, loss="logistic",
                      stop_at_zero_loss=False, lr_keys=lr_keys, optimizer=optimizer)
 
 
 def positional_recipe(cfg: SpatialTrainParams, lr_mixing: float | None = None,
-                      lr_mixing_key: str = "spatial.lr_mixing") -> SGDConfig:
+                      lr_mixing_key: str = "spatial.lr_mixing") -> EnsembleRecipe:
     return full_batch(cfg.steps, {"mixing": lr_mixing or cfg.lr_mixing, "readout": cfg.lr_readout}, cfg.log_every,
                       {"mixing": lr_mixing_key, "readout": "spatial.lr_readout"})
 
 
-def glm_recipe(cfg: GLMParams, section: str) -> SGDConfig:
+def glm_recipe(cfg: GLMParams, section: str) -> EnsembleRecipe:
     return full_batch(cfg.steps, {"readout": cfg.lr}, cfg.steps, {"readout": f"{section}.glm.lr"})
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import torch
 
 from vitheory.core.device import seeded
-from vitheory.core.ensemble import Ensemble, SGDConfig, Stacked, hinge, train_ensemble
+from vitheory.core.ensemble import Ensemble, EnsembleRecipe, Stacked, hinge, train_ensemble
 from vitheory.core.metrics import sign_error_rate
 from vitheory.li23.models import ShallowViT, builder
 from vitheory.li23.params import LiTokensParams, LiVitTrainParams
@@ -75,7 +75,7 @@ def train_li_vit(train: TokenData, test: TokenData, cfg: LiVitTrainParams, devic
     build = builder("vit", cfg.model, train.X.shape[-1])
     seeds = [cfg.seed + i for i in range(cfg.seeds)]
     ensemble = Ensemble([seeded(seed, build).to(device) for seed in seeds])
-    sgd = SGDConfig(steps=cfg.steps, batch_size=cfg.batch_size,
+    sgd = EnsembleRecipe(steps=cfg.steps, batch_size=cfg.batch_size,
                     lr={"mixing": cfg.lr_attention, "mlp": cfg.lr_mlp}, eval_every=cfg.log_every,
                     token_fraction=cfg.token_fraction, stop_at_zero_loss=False,
                     lr_keys={"mixing": "train.li_vit.lr_attention", "mlp": "train.li_vit.lr_mlp"})

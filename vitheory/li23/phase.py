@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from vitheory.core.artifacts import read_table
 from vitheory.core.device import seeded
-from vitheory.core.ensemble import Ensemble, SGDConfig, Stacked, chunk_plan, loss_and_error, train_ensemble
+from vitheory.core.ensemble import Ensemble, EnsembleRecipe, Stacked, chunk_plan, loss_and_error, train_ensemble
 from vitheory.core.paths import artifact, runs
 from vitheory.core.processes import worker_pool
 from vitheory.li23.models import builder
@@ -65,7 +65,7 @@ def run_chunk(cfg: PhaseParams, model: str, chunk: Sequence[Cell], device: str, 
         ensemble = Ensemble([seeded(c.seed, build).to(device) for c in group])
         train = Stacked.pad([(pools[c.seed][0].X[:c.n_train], pools[c.seed][0].y[:c.n_train]) for c in group])
         test = Stacked.pad([(pools[c.seed][1].X, pools[c.seed][1].y) for c in group]).to(torch.device(device))
-        sgd = SGDConfig(steps=cfg.steps, batch_size=cfg.batch_size, eval_every=cfg.eval_every,
+        sgd = EnsembleRecipe(steps=cfg.steps, batch_size=cfg.batch_size, eval_every=cfg.eval_every,
                         lr={"mixing": recipe.lr_mixing, "mlp": recipe.lr_mlp},
                         lr_keys={"mixing": f"phase.{model}.lr_mixing", "mlp": f"phase.{model}.lr_mlp"})
         outcome = train_ensemble(ensemble, train.to(torch.device(device)), [c.seed for c in group], sgd,

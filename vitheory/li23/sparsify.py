@@ -17,7 +17,7 @@ import torch
 from tqdm import tqdm
 
 from vitheory.core.device import seeded
-from vitheory.core.ensemble import Ensemble, SGDConfig, Stacked, loss_and_error, train_ensemble
+from vitheory.core.ensemble import Ensemble, EnsembleRecipe, Stacked, loss_and_error, train_ensemble
 from vitheory.li23.models import builder
 from vitheory.li23.params import SparsifyParams
 from vitheory.li23.tokens import CONFUSION, IRRELEVANT, KIND_NAMES, RELEVANT, TokenData, generate
@@ -77,7 +77,7 @@ def _train(cfg: SparsifyParams, runs: Sequence[tuple[int, TokenData, TokenData]]
     """Train one ViT per (seed, train, test) on its own data; return the ensemble and test metrics."""
     build = builder("vit", cfg.vit.model, cfg.data.dim)
     ensemble = Ensemble([seeded(seed, build) for seed, _, _ in runs])
-    sgd = SGDConfig(steps=cfg.steps, batch_size=cfg.batch_size, eval_every=cfg.eval_every,
+    sgd = EnsembleRecipe(steps=cfg.steps, batch_size=cfg.batch_size, eval_every=cfg.eval_every,
                     lr={"mixing": cfg.vit.lr_mixing, "mlp": cfg.vit.lr_mlp},
                     lr_keys={"mixing": "sparsify.vit.lr_mixing", "mlp": "sparsify.vit.lr_mlp"})
     train_ensemble(ensemble, Stacked.pad([(tr.X, tr.y) for _, tr, _ in runs]), [s for s, _, _ in runs], sgd,
