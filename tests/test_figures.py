@@ -21,6 +21,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 from vitheory.core.figures import MODEL_COLOURS, model_colour, set_theme  # noqa: E402
+from vitheory.images.params import REAL_MODELS  # noqa: E402
 from vitheory.jsl22 import figures as jsl  # noqa: E402
 from vitheory.li23 import figures as li  # noqa: E402
 from vitheory.pk22 import figures as pk  # noqa: E402
@@ -32,7 +33,8 @@ RNG_SEED = 0
 COMPARISONS = tuple(SHARE_COMPARISONS.values())
 LEAST_COLOUR_DISTANCE = 35  # CIELAB: the colorblind palette's orange and vermillion are 25.6 apart
 SEEDS = (0, 1, 2)
-LABELS = {**pk.PK_MODELS, **jsl.REAL_MODELS}  # one label per model name in both papers
+# one label per model name in both papers
+LABELS = {**pk.PK_MODELS, **{name: model.label for name, model in REAL_MODELS.items()}}
 
 
 def hessian_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -67,7 +69,7 @@ def lesion_table() -> pd.DataFrame:
 def real_table() -> pd.DataFrame:
     rng = np.random.default_rng(RNG_SEED)
     return pd.DataFrame([(model, pixels, seed, rng.uniform(0.7, 0.95))
-                         for model in jsl.REAL_MODELS for pixels in ("natural", "permuted") for seed in SEEDS],
+                         for model in REAL_MODELS for pixels in ("natural", "permuted") for seed in SEEDS],
                         columns=["model", "pixels", "seed", "test_accuracy"])
 
 

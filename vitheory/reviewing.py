@@ -38,7 +38,8 @@ from vitheory.core.cli import TIMINGS
 from vitheory.core.figures import read_frame
 from vitheory.core.paths import ROOT, outputs, stages
 from vitheory.core.paths import artifact
-from vitheory.jsl22.figures import REAL_MODELS, real_runs
+from vitheory.images.params import REAL_MODELS
+from vitheory.jsl22.figures import real_runs
 from vitheory.measured import MEASURED, Measurement, duration, load_measured
 from vitheory.papers import PAPERS
 from vitheory.pipeline import direct_imports, stage_script
@@ -222,7 +223,7 @@ def real_accuracy(root: Path) -> str:
              f"| model | {' | '.join(f'{kind} pixels' for kind in pixels)} |", "| --- |" + " --- |" * len(pixels)]
     for model, runs_of in real.groupby("model", sort=False):
         cells = [_mean_range(runs_of[runs_of.pixels == kind].test_accuracy) for kind in pixels]
-        lines.append(f"| {REAL_MODELS[model]} | {' | '.join(cells)} |")
+        lines.append(f"| {REAL_MODELS[model].label} | {' | '.join(cells)} |")
     lines.append(f"| AlterNet | {_mean_range(1 - full.test_error)} |" + " |" * (len(pixels) - 1))
     # the digits have 10 classes: chance is one in ten
     lines += ["", f"On {small.fraction.iloc[0]:.0%} of the training images, the ViT reaches "

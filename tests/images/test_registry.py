@@ -1,7 +1,7 @@
 """The model registry (vitheory.images.params.REAL_MODELS) and everything that names its models agree:
 params.yaml's real.models, dvc.yaml's train_real matrix and the metrics the render and report stages
-read, the classes that build them, [PK22]'s trainings. (tests/images/test_image_models.py trains every
-registered model one step.)"""
+read, the classes that build them, the figures' colours, [PK22]'s trainings.
+(tests/images/test_image_models.py trains every registered model one step.)"""
 
 import itertools
 
@@ -9,6 +9,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
+from vitheory.core.figures import MODEL_COLOURS
 from vitheory.images.models import ARCHITECTURES
 from vitheory.images.params import REAL_MODELS
 from vitheory.pk22.trainings import FULL_DATA_MODELS
@@ -39,8 +40,15 @@ def test_params_yaml_has_a_preset_for_every_registered_model_and_no_other():
 
 
 def test_every_registered_preset_builds_a_class():
-    assert set(REAL_MODELS.values()) <= set(ARCHITECTURES), (
+    assert {model.preset for model in REAL_MODELS.values()} <= set(ARCHITECTURES), (
         "a preset section in REAL_MODELS has no class in vitheory.images.models.ARCHITECTURES")
+
+
+def test_every_registered_model_has_its_colour_in_the_figures():
+    """render draws every train_real run in its model's colour (vitheory.jsl22.figures): a model without one
+    would stop it."""
+    uncoloured = [name for name in REAL_MODELS if name not in MODEL_COLOURS]
+    assert not uncoloured, f"add a colour for {uncoloured} to vitheory.core.figures.MODEL_COLOURS"
 
 
 def test_pk22_reads_registered_models():

@@ -79,18 +79,27 @@ class ResNetPreset(Section):
             yield "blocks", list(self.blocks), f"one count per stage ({len(self.widths)} widths)"
 
 
-# The model registry: every model train_real trains, by name, and its preset section, whose class
-# (vitheory.images.models.ARCHITECTURES) it builds. The name is its params key real.models.<name> and
-# its runs train_real@<name>-<pixels>; dvc.yaml's runs.real_models and the render and report stages'
+@dataclass(frozen=True)
+class RealModel:
+    """A model train_real trains: the preset section whose class it builds, and its name in the figures
+    and the README's accuracy table."""
+
+    preset: type[Section]
+    label: str
+
+
+# The model registry: every model train_real trains, by name. The name is its params key
+# real.models.<name>, its runs train_real@<name>-<pixels> and its colour's key
+# (vitheory.core.figures.MODEL_COLOURS); dvc.yaml's runs.real_models and the render and report stages'
 # deps on its metrics follow this order (tests/images/test_registry.py). docs/LAYOUT.md, "Adding a
 # claim, a knob, a model", says how to add one.
-REAL_MODELS: dict[str, type[Section]] = {
-    "vit": ViTPreset,
-    "vit_positional": ViTPreset,
-    "cnn": ResNetPreset,
+REAL_MODELS: dict[str, RealModel] = {
+    "vit": RealModel(ViTPreset, "ViT"),
+    "vit_positional": RealModel(ViTPreset, "positional-attention ViT"),
+    "cnn": RealModel(ResNetPreset, "CNN"),
 }
 # params.yaml's real.models: one required preset per registered model, in the registry's order
-RealModels = make_dataclass("RealModels", [(name, preset, knob()) for name, preset in REAL_MODELS.items()],
+RealModels = make_dataclass("RealModels", [(name, model.preset, knob()) for name, model in REAL_MODELS.items()],
                             bases=(Section,), frozen=True, namespace={"__module__": __name__})
 
 

@@ -20,6 +20,7 @@ from vitheory.core.checkpoint import checkpoint_metadata, load_checkpoint, seed_
 from vitheory.core.figures import model_colour, read_frame, save_figure
 from vitheory.core.paths import artifact, run_name, runs
 from vitheory.core.similarity import cosine_similarity
+from vitheory.images.params import REAL_MODELS
 from vitheory.images.structure import token_correlation
 from vitheory.images.recipe import permute_pixels
 from vitheory.images.training import load_images, patch_order
@@ -99,9 +100,6 @@ def transfer_figure(runs: pd.DataFrame, target: float) -> plt.Figure:
     return fig
 
 
-REAL_MODELS = {"vit": "ViT", "vit_positional": "positional-attention ViT", "cnn": "CNN"}
-
-
 def real_accuracy_figure(runs: pd.DataFrame, positional_margin: float | None = None) -> plt.Figure:
     """[JSL22] JSL-5, JSL-6: test accuracy per model on natural and on permuted images: the mean over seeds
     with the seeds' range, each seed a dot beside it, a model's two means joined. Points, not bars: the axis
@@ -118,7 +116,8 @@ def real_accuracy_figure(runs: pd.DataFrame, positional_margin: float | None = N
             accuracy, x = runs[(runs.model == model) & (runs.pixels == kind)].test_accuracy, place[model, kind]
             means.append(accuracy.mean())
             ax.errorbar(x, means[-1], yerr=[[means[-1] - accuracy.min()], [accuracy.max() - means[-1]]], fmt="o",
-                        color=model_colour(model), capsize=4, label=REAL_MODELS[model] if kind == pixels[0] else None)
+                        color=model_colour(model), capsize=4,
+                        label=REAL_MODELS[model].label if kind == pixels[0] else None)
             ax.scatter([x + 0.05] * len(accuracy), accuracy, s=10, color=model_colour(model), alpha=0.6)
         ax.plot([place[model, kind] for kind in pixels], means, color=model_colour(model), lw=1, alpha=0.5)
     natural = runs[(runs.model == "vit") & (runs.pixels == "natural")].test_accuracy.mean()
