@@ -15,7 +15,7 @@ so a step is about 3x its forward, less the first layer's input gradient, which 
 Elementwise ops, normalisation, softmax and AdamW are not counted: the rate is a lower bound on the work done.
 tests/test_machine_share.py checks the count against these formulas for the ViT and the CNN.
 
-Beside the step's rate, torch.profiler's self times on one more pass split the step: the share of its time in
+Beside the step's rate, torch.profiler's self times on one more pass split the step: the share of that pass's time in
 the counted ops (matmuls and convolutions) and their own rate. Counted ops near the peak and a small share of
 the time: no faster kernel is left, only less work (or fewer, fused, ops); far below the peak: a kernel is.
 """
@@ -48,14 +48,17 @@ PEAK = f"{PEAK_SIZE}^3 matmul"
 MATMULS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}  # and every op named *convolution*
 
 
-def counted_seconds(build, cfg, x: torch.Tensor, y: torch.Tensor) -> float:
-    """Seconds of one pass of `fit` spent in matmuls and convolutions (the ops FlopCounterMode counts), by
-    torch.profiler's self CPU times (their own kernels, not the ops they call)."""
+def counted_seconds(build, cfg, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+    """Seconds of one profiled pass of `fit` spent in matmuls and convolutions (the ops FlopCounterMode counts),
+    by torch.profiler's self CPU times (their own kernels, not the ops they call), and the pass's seconds: both
+    from the same pass, so that a shared machine's load falls on both."""
     model = seeded(0, build)
+    start = time.perf_counter()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
         fit(model, x, y, cfg, epochs=1, seed=0, progress=False)
+    seconds = time.perf_counter() - start
     return sum(event.self_cpu_time_total for event in profile.key_averages()
-               if event.key in MATMULS or "convolution" in event.key) / 1e6
+               if event.key in MATMULS or "convolution" in event.key) / 1e6, seconds
 
 
 def main() -> None:
@@ -96,10 +99,11 @@ def main() -> None:
               f"{peak:.1f} | 100% | | | |")
         for name, seconds in found.items():
             step, flops = seconds / args.steps, step_flops[name]
-            kernels = counted_seconds(builders[name], cfg, x, y) / args.steps
+            kernels, profiled = counted_seconds(builders[name], cfg, x, y)
+            kernel_rate = flops * args.steps / kernels / 1e9
             print(f"| {threads} | {name} | {flops / 1e6:,.0f} | {step * 1e3:.1f} | {flops / step / 1e9:.1f} | "
-                  f"{flops / step / 1e9 / peak:.0%} | {kernels / step:.0%} | {flops / kernels / 1e9:.1f} | "
-                  f"{flops / kernels / 1e9 / peak:.0%} |")
+                  f"{flops / step / 1e9 / peak:.0%} | {kernels / profiled:.0%} | {kernel_rate:.1f} | "
+                  f"{kernel_rate / peak:.0%} |")
     print(f"\nafter: {load_average()}")
 
 
