@@ -40,10 +40,11 @@ from vitheory.core.device import seeded
 from vitheory.images.params import CompileParams
 from vitheory.images.prepare import prepare
 from vitheory.images.training import build_model, fit, load_images
+from vitheory.core.paths import ROOT
 from vitheory.params import DEFAULT_PATH, load_params
 from vitheory.pk22.hessian import hessian_rows
 from vitheory.pk22.trainings import build_alternet
-from vitheory.reviewing import GUIDE, logged_seconds
+from vitheory.reviewing import read_stage_times, stage_seconds
 
 
 def training_seconds(build, cfg, x, y, threads: int) -> float:
@@ -130,7 +131,7 @@ def main() -> None:
     print(f"\nratios (before / after), {load_average()}:")
     for name, ratio in ratios.items():
         print(f"  {name:36s} {ratio:5.2f}x")
-    committed = logged_seconds(GUIDE.read_text())  # the committed run's seconds per stage
+    committed = stage_seconds(read_stage_times(ROOT))  # the committed run's seconds per stage
     train_real = sum(s for name, s in committed.items() if name.startswith("train_real@"))
     projected = {"train_real (6 runs)": (train_real, ratios["compile, 1 thread"]),
                  "pk_train": (committed["pk_train"], ratios.get("pk_train AlterNet, compile", ratios["compile, 1 thread"])),

@@ -202,7 +202,7 @@ def test_the_committed_atlas_holds_every_claim_at_the_default_of_every_knob_and_
                                        "evidence": [], "criteria": {"q > 0": {**_record("LI-X", HOLDS)["criteria"]["q > 0"],
                                                                               "df": None, "method": "m", "kind": "mean",
                                                                               "units": {"seeds": 3}, "margin": 1.0,
-                                                                              "source": "ours: x"}}}
+                                                                              "source": "ours: x", "origin": "ours"}}}
     plain = report.claim_section(record, "r", 0.95)
     assert report.claim_section(record, "r", 0.95, where_lines([]).get("LI-X", ())) == plain
     shown = report.claim_section(record, "r", 0.95, [f"`{KNOB}`: from 0.2"])

@@ -100,11 +100,11 @@ def _forms(seconds: float, rounded: bool) -> set[str]:
 def recorded_forms(root: Path) -> set[str]:
     """Every written form of every recorded time: docs/measured.yaml's and the stage-times total in any
     form, a single stage's only in seconds (26 stages rounded to minutes would excuse most small numbers)."""
-    guide = (root / reviewing.GUIDE).read_text()
-    total = reviewing.run_total(guide)
+    records = reviewing.read_stage_times(root)
+    total = reviewing.RunTotal.of(records)
     whole = [m.seconds for m in load_measured((root / MEASURED).read_text())] + ([total.seconds] if total else [])
     return ({form for value in whole for form in _forms(value, rounded=True)}
-            | {form for value in reviewing.logged_seconds(guide).values() for form in _forms(value, rounded=False)})
+            | {form for value in reviewing.stage_seconds(records).values() for form in _forms(value, rounded=False)})
 
 
 def drifted(document: str, text: str, recorded: set[str], allowed: list[Allowed]) -> list[str]:
@@ -130,7 +130,7 @@ def test_every_time_in_readme_and_docs_is_recorded_dated_or_allowed():
 
 def test_a_drifted_time_is_flagged_and_a_recorded_or_dated_one_is_not():
     recorded = recorded_forms(ROOT)
-    total = reviewing.run_total((ROOT / reviewing.GUIDE).read_text())
+    total = reviewing.RunTotal.of(reviewing.read_stage_times(ROOT))
     text = (f"The run took {total.seconds + 3600:,.0f} s on 2 cores.\n\n"
             f"The run took {total.seconds:,.0f} s on 2 cores. At 53fe4aa it took 1 h 43 min.\n\n"
             "Measured at abc1234:\n\n| stage | time |\n| --- | --- |\n| x | 35 minutes |\n\n"

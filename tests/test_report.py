@@ -39,14 +39,14 @@ def test_the_verdict_table_names_each_claims_regime():
     assert regime_label(params) == f"cluttered digits, 8 x 8 ViT tokens, {params.real.seeds} seeds"  # the default regime
     record = {"paper": "PK22", "id": "PK-1", "verdict": "holds", "variants": {}, "measured": {"x": 1.0},
               "criteria": {"x > 0": {"quantity": "x", "interval": (0.5, 1.5), "threshold": "> 0",
-                                     "source": "paper: the sign", "margin": 1.0}}}
+                                     "source": "paper: the sign", "origin": "paper", "margin": 1.0}}}
     table = claims_table([record], {"PK-1": regime_label(params)})
     assert table[0].split(" | ")[7] == "regime"
     assert table[2].split(" | ")[7] == regime_label(params)
 
 
 def _check(margin, interval, quantity="x"):
-    return {"quantity": quantity, "interval": interval, "threshold": "> 0", "source": "paper: the sign", "margin": margin}
+    return {"quantity": quantity, "interval": interval, "threshold": "> 0", "source": "paper: the sign", "origin": "paper", "margin": margin}
 
 
 def test_a_criterion_is_marked_when_a_move_within_verifys_tolerance_can_flip_it():

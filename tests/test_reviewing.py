@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from vitheory import reviewing
-from vitheory.core.artifacts import write_json, write_table
+from vitheory.core.artifacts import read_json, write_json, write_table
 from vitheory.core.paths import artifact, run_name, runs
 from vitheory.papers import PAPERS
 from vitheory.pk22 import trainings
@@ -82,14 +82,39 @@ def test_stage_times_take_each_stage_last_run(tmp_path):
         '"load": {"start": 3.0, "mean": 2.5, "max": 3.1}}\n')
     (timings / "generate.jsonl").write_text(
         '{"finished": "2026-01-01T00:00:30+00:00", "seconds": 2.0, "stage": "generate", "cores": 2}\n')
-    table = reviewing.stage_times(tmp_path).splitlines()
+    records = reviewing.logged_runs(tmp_path)
+    table = reviewing.stage_times_table(records).splitlines()
     assert table[2:] == ["| `generate` | 2.0 | not recorded: an upper bound | 2026-01-01T00:00:30+00:00 |",
                          "| `train_real@vit-natural` | 7.5 | 0.10 / 2.20 / 2.40 | 2026-01-01T00:02:00+00:00 |",
                          "| `report` | 1.0 | 3.00 / 2.50 / 3.10, loaded: an upper bound | 2026-01-01T00:03:00+00:00 |",
                          "| **all 3 stage runs** | **10.5** | 2 of them upper bounds | on 2 cores |"]
-    assert reviewing.logged_seconds("<!-- BEGIN stage-times -->\n" + "\n".join(table) + "\n<!-- END stage-times -->") \
-        == {"generate": 2.0, "train_real@vit-natural": 7.5, "report": 1.0}
-    assert reviewing.stage_times(tmp_path / "elsewhere") is None
+    assert reviewing.stage_seconds(records) == {"generate": 2.0, "train_real@vit-natural": 7.5, "report": 1.0}
+    assert reviewing.logged_runs(tmp_path / "elsewhere") == []
+
+
+def test_a_recorded_run_is_read_back_as_data_and_a_plain_rewrite_leaves_it(tmp_path, monkeypatch):
+    """`--record-run` keeps each stage's last logged run in the data file (its comment kept); the guide's table
+    and the README's cost row are made from that file, so a later plain rewrite, with other stage runs in
+    this machine's logs, changes neither."""
+    timings = tmp_path / reviewing.TIMINGS
+    timings.mkdir(parents=True)
+    (timings / "report.jsonl").write_text(
+        '{"finished": "2026-01-01T00:03:00+00:00", "seconds": 1.25, "stage": "report", "cores": 2, "argv": [], '
+        '"load": {"start": 1.0, "mean": 2.0, "max": 2.1}}\n')
+    (tmp_path / reviewing.STAGE_TIMES).parent.mkdir(parents=True)
+    (tmp_path / reviewing.STAGE_TIMES).write_text("# what this file is\n[]\n")
+    reviewing.record_run(tmp_path)
+    recorded = (tmp_path / reviewing.STAGE_TIMES).read_text()
+    assert recorded.startswith("# what this file is\n")
+    assert reviewing.read_stage_times(tmp_path) == [{"stage": "report", "seconds": 1.25, "finished":
+                                                     "2026-01-01T00:03:00+00:00", "cores": 2,
+                                                     "load": {"start": 1.0, "mean": 2.0, "max": 2.1}}]
+    (timings / "report.jsonl").write_text(
+        '{"finished": "2026-01-02T00:00:00+00:00", "seconds": 9.0, "stage": "report", "cores": 2}\n')
+    assert reviewing.read_stage_times(tmp_path)[0]["seconds"] == 1.25  # the log moved on, the record did not
+    empty = tmp_path / "empty"
+    with pytest.raises(SystemExit, match=r"^error: no stage run logged in .*: run the pipeline"):
+        reviewing.record_run(empty)
 
 
 def test_rewriting_the_guide_keeps_what_is_written_by_hand():
@@ -167,16 +192,16 @@ def test_the_check_fails_when_the_readme_loses_a_claims_code_row(tmp_path, monke
 
 
 def test_the_cost_table_quotes_the_guides_total_and_every_measurement_with_its_commit():
-    guide = (ROOT / reviewing.GUIDE).read_text()
-    total = reviewing.run_total(guide)
+    records = reviewing.read_stage_times(ROOT)
+    total = reviewing.RunTotal.of(records)
     measured = reviewing.load_measured((ROOT / reviewing.MEASURED).read_text())
-    rows = reviewing.cost_table(guide, measured).splitlines()[2:]
+    rows = reviewing.cost_table(records, measured).splitlines()[2:]
     assert len(rows) == len(measured) + 1 and f"({total.seconds:,.0f} s;" in rows[0]
-    assert total.seconds == pytest.approx(sum(reviewing.logged_seconds(guide).values()), abs=0.05 * total.runs)
+    assert total.seconds == pytest.approx(sum(reviewing.stage_seconds(records).values()))
     for row, measurement in zip(rows[1:], measured):
         assert row.startswith(f"| `{measurement.command}` | {reviewing.duration(measurement.seconds)} | "
                               f"at {measurement.commit}, {measurement.date}, {measurement.machine};")
-    assert reviewing.cost_table("no stage-times block", measured).splitlines()[2:] == rows[1:]
+    assert reviewing.cost_table([], measured).splitlines()[2:] == rows[1:]
 
 
 def test_the_real_accuracy_block_is_each_tables_mean_and_range_over_its_seeds(tmp_path):
@@ -202,3 +227,11 @@ def test_the_real_accuracy_block_is_each_tables_mean_and_range_over_its_seeds(tm
     assert lines[7] == "| AlterNet | 95.0% (91.0-98.0%) | |"
     assert lines[9] == ("On 10% of the training images, the ViT reaches 43.3% (30.0-60.0%; chance is 10%). "
                         "Its training error is 46.7%: it underfits, which is PK-1's phenomenon.")
+
+
+def test_a_claim_without_a_record_is_one_line_naming_it_and_the_command(tmp_path):
+    """claims.json written before a claim existed: the results block cannot be made, and says so in one line."""
+    records = [record for record in read_json(ROOT / artifact("claims"))["claims"] if record["id"] != "JSL-7"]
+    write_json(tmp_path / artifact("claims"), {"claims": records})
+    with pytest.raises(SystemExit, match=r"^error: .*claims\.json has no record of JSL-7: run `dvc repro report`"):
+        reviewing.results_table(tmp_path)

@@ -32,14 +32,10 @@ stages:
       - reports/metrics/m.json:
           cache: false
 """
-# the stage-times block verify reads a rebuild's cost from: `make` took 2 minutes
-GUIDE = """\
-<!-- BEGIN stage-times -->
-| stage | seconds | load average: start / mean / max | finished (UTC) |
-| --- | ---: | --- | --- |
-| `make` | 120.0 | 0.10 / 1.00 / 1.20 | 2026-01-01T00:00:00+00:00 |
-| `measure` | 0.5 | 0.10 / 0.10 / 0.10 | 2026-01-01T00:00:01+00:00 |
-<!-- END stage-times -->
+# the stage times verify reads a rebuild's cost from: `make` took 2 minutes
+STAGE_TIMES = """\
+- {stage: make, seconds: 120.0, finished: '2026-01-01T00:00:00+00:00', cores: 2, load: {start: 0.1, mean: 1.0, max: 1.2}}
+- {stage: measure, seconds: 0.5, finished: '2026-01-01T00:00:01+00:00', cores: 2, load: {start: 0.1, mean: 0.1, max: 0.1}}
 """
 
 
@@ -55,7 +51,7 @@ def built(tmp_path_factory):
     repo = tmp_path_factory.mktemp("built")
     (repo / "dvc.yaml").write_text(PIPELINE)
     (repo / "docs").mkdir()
-    (repo / "docs/REVIEWING.md").write_text(GUIDE)
+    (repo / "docs/stage_times.yaml").write_text(STAGE_TIMES)
     (repo / "reports/metrics").mkdir(parents=True)
     (repo / "reports/claims.json").write_text('{"claims": []}\n')
     shutil.copy(ROOT / "params.yaml", repo)

@@ -46,8 +46,8 @@ def interval_text(interval: list[float | None]) -> str:
 
 
 def _source(check: dict[str, Any]) -> str:
-    """`paper` or `ours`, as the criterion's source says."""
-    return check["source"].partition(":")[0]
+    """`paper` or `ours`, as the criterion declares."""
+    return check["origin"]
 
 
 def _units(check: dict[str, Any]) -> str:

@@ -3,15 +3,17 @@ the README, and the citation metadata.
 
 The guide's generated blocks: the map from each claim to the stages, artifacts, figures and report
 rows that support it (from the paper table and dvc.yaml), the committed run's verdicts (from
-reports/verdicts.json), and the time each stage took in the last run on this machine (from what each
-stage logs of its own run, reports/timings: dvc.lock keeps no times). The README's: the committed
+reports/verdicts.json), and the time each stage took in the committed run (docs/stage_times.yaml, which
+`--record-run` writes from what each stage logs of its own run on this machine, reports/timings:
+dvc.lock keeps no times). The README's: the committed
 run's results, claim by claim (from reports/claims.json), and where each claim's code lives (its
 stages, the modules of the science they and its check call, and their tests; from the paper table,
 dvc.yaml and the imports), the real-image models' test accuracies (from train_real's and pk_train's
 tables), and the first screen's cost of each command (from docs/measured.yaml and the
-guide's stage times).
+stage times).
 
-    python -m vitheory.reviewing           # rewrite the blocks (the times only if a run logged them)
+    python -m vitheory.reviewing           # rewrite the blocks
+    python -m vitheory.reviewing --record-run  # after a whole run: its stage times first, then the blocks
     python -m vitheory.reviewing --check   # exit 1 if a generated block is stale, or CITATION.cff
                                            # does not match the project
 """
@@ -47,6 +49,7 @@ from vitheory.pk22 import trainings
 from vitheory.report import fmt, interval_text
 
 GUIDE = Path("docs/REVIEWING.md")
+STAGE_TIMES = Path("docs/stage_times.yaml")  # the committed run's stage times, as data
 README = Path("README.md")
 CITATION = Path("CITATION.cff")
 # Citation File Format 1.2.0's required keys, of the file and of each reference
@@ -193,11 +196,14 @@ def results_table(root: Path) -> str:
              "| --- | --- | --- | --- | --- |"]
     for paper in PAPERS:
         for claim in paper.claims:
+            if claim.id not in records:
+                raise SystemExit(f"error: {artifact('claims')} has no record of {claim.id}: run `dvc repro report`, "
+                                 "then `python -m vitheory.reviewing`")
             record = records[claim.id]
             checks = [(label, record["measured"][check["quantity"]], check) for label, check in labelled_checks(record)]
             values = "<br>".join(f"`{name}`: {fmt(value)} {interval_text(check['interval'])}"
                                  for name, value, check in checks)
-            sources = "<br>".join(check["source"].partition(":")[0] for _, _, check in checks)
+            sources = "<br>".join(check["origin"] for _, _, check in checks)
             others = "<br>".join(f"{name}: {variant['verdict']}" for name, variant in record["variants"].items())
             lines.append(f"| {claim.id} | **{record['verdict']}** | {values} | {sources} | {others} |")
     return "\n".join(lines) + "\n"
@@ -260,24 +266,37 @@ def citation_problems(cff_text: str, pyproject_text: str) -> list[str]:
     return problems
 
 
-def stage_times(root: Path) -> str | None:
-    """Each stage's last logged run on this machine and their total; None when no stage logged one."""
+def logged_runs(root: Path) -> list[dict]:
+    """Each stage's last run logged on this machine (reports/timings), in the order they finished."""
     latest: dict[str, dict] = {}
     for log in sorted((root / TIMINGS).glob("*.jsonl")):
         for line in log.read_text().splitlines():
             record = json.loads(line)
             if "stage" in record:  # records before the stage name was logged cannot be attributed
                 latest[record["stage"]] = record
-    if not latest:
-        return None
+    return sorted(latest.values(), key=lambda record: record["finished"])
+
+
+def read_stage_times(root: Path) -> list[dict]:
+    """The committed run's stage records (STAGE_TIMES); none where the file is absent."""
+    path = root / STAGE_TIMES
+    return yaml.safe_load(path.read_text()) if path.is_file() else []
+
+
+def stage_seconds(records: list[dict]) -> dict[str, float]:
+    """Each stage's seconds in the run the records hold, by stage name."""
+    return {record["stage"]: record["seconds"] for record in records}
+
+
+def stage_times_table(records: list[dict]) -> str:
+    """The guide's table: each stage's time, load and finishing time, then their total."""
     lines = ["| stage | seconds | load average: start / mean / max | finished (UTC) |", "| --- | ---: | --- | --- |"]
-    lines += [f"| `{stage}` | {record['seconds']:,.1f} | {_load(record)} | {record['finished']} |"
-              for stage, record in sorted(latest.items(), key=lambda item: item[1]["finished"])]
-    total = sum(record["seconds"] for record in latest.values())
-    cores = {record.get("cores") for record in latest.values()}
-    bounds = sum(not _idle(record) for record in latest.values())
-    lines.append(f"| **all {len(latest)} stage runs** | **{total:,.1f}** | {bounds} of them upper bounds "
-                 f"| on {', '.join(map(str, cores))} cores |")
+    lines += [f"| `{record['stage']}` | {record['seconds']:,.1f} | {_load(record)} | {record['finished']} |"
+              for record in records]
+    total = RunTotal.of(records)
+    if total is not None:
+        lines.append(f"| **all {total.runs} stage runs** | **{total.seconds:,.1f}** | {total.bounds} of them upper "
+                     f"bounds | on {total.cores} cores |")
     return "\n".join(lines) + "\n"
 
 
@@ -301,37 +320,23 @@ def _load(record: dict) -> str:
     return shown if _idle(record) else f"{shown}, loaded: an upper bound"
 
 
-def logged_seconds(guide_text: str) -> dict[str, float]:
-    """Each stage's seconds in the guide's stage-times table (the run it records), by stage name."""
-    rows = (line.split(" | ") for line in blocks(guide_text).get("stage-times", "").splitlines())
-    return {row[0].strip("| `"): float(row[1].replace(",", "")) for row in rows
-            if len(row) == 4 and row[0].startswith("| `")}
-
-
-TOTAL_ROW = re.compile(r"\| \*\*all (?P<runs>\d+) stage runs\*\* \| \*\*(?P<seconds>[\d,.]+)\*\* \| "
-                       r"(?P<bounds>\d+) of them upper bounds \| on (?P<cores>.+) cores \|")
-
-
 @dataclass(frozen=True)
 class RunTotal:
-    """The total row of the guide's stage-times table, and when its last stage finished."""
+    """The committed run's stage times summed, and when its last stage finished."""
     runs: int
     seconds: float
     bounds: int  # how many of the stage times are upper bounds (loaded cores)
     cores: str
     finished: str  # the last stage's finishing time, UTC
 
-
-def run_total(guide_text: str) -> RunTotal | None:
-    """The stage-times table's total; None when the guide has no such table."""
-    table = blocks(guide_text).get("stage-times", "")
-    total = TOTAL_ROW.search(table)
-    if total is None:
-        return None
-    finished = max(row.split(" | ")[3].strip(" |") for row in table.splitlines()
-                   if row.startswith("| `") and len(row.split(" | ")) == 4)
-    return RunTotal(int(total["runs"]), float(total["seconds"].replace(",", "")), int(total["bounds"]),
-                    total["cores"], finished)
+    @staticmethod
+    def of(records: list[dict]) -> RunTotal | None:
+        if not records:
+            return None
+        return RunTotal(len(records), sum(record["seconds"] for record in records),
+                        sum(not _idle(record) for record in records),
+                        ", ".join(map(str, sorted({record.get("cores") for record in records}, key=str))),
+                        max(record["finished"] for record in records))
 
 
 def _cost_row(measurement: Measurement) -> str:
@@ -339,11 +344,11 @@ def _cost_row(measurement: Measurement) -> str:
             f"{measurement.date}, {measurement.machine}; load: {measurement.load}; {measurement.note} |")
 
 
-def cost_table(guide_text: str, measured: list[Measurement]) -> str:
-    """The README's first-screen cost of each command: the default run's stage times (the guide's table,
-    the run's finishing day and how many of them are upper bounds), then every docs/measured.yaml entry."""
+def cost_table(records: list[dict], measured: list[Measurement]) -> str:
+    """The README's first-screen cost of each command: the default run's stage times (their total, the run's
+    finishing day and how many of them are upper bounds), then every docs/measured.yaml entry."""
     lines = ["| command | wall clock | measured |", "| --- | --- | --- |"]
-    total = run_total(guide_text)
+    total = RunTotal.of(records)
     if total is not None:
         bound = "an upper bound" if total.bounds else "idle cores"
         lines.append(f"| `dvc repro -f`, the default run | {duration(total.seconds)} of stage time "
@@ -363,25 +368,38 @@ def rewrite(text: str, generated: dict[str, str]) -> str:
     return BLOCK.sub(lambda m: m[1] + generated.get(m["name"], m["body"]) + m[4], text)
 
 
-def generated(root: Path, times: str | None = None) -> dict[Path, dict[str, str]]:
-    """Every generated block that must match the committed files, by document and name; the README's costs
-    read the guide's stage times, or `times` when a run just logged new ones."""
-    guide = (root / GUIDE).read_text()
-    if times is not None:
-        guide = rewrite(guide, {"stage-times": times})
-    costs = cost_table(guide, load_measured((root / MEASURED).read_text()))
-    return {GUIDE: {"claim-map": claim_map(), "verdicts": verdicts_table(root)},
+def generated(root: Path) -> dict[Path, dict[str, str]]:
+    """Every generated block that must match the committed files, by document and name."""
+    records = read_stage_times(root)
+    costs = cost_table(records, load_measured((root / MEASURED).read_text()))
+    return {GUIDE: {"claim-map": claim_map(), "verdicts": verdicts_table(root),
+                    "stage-times": stage_times_table(records)},
             README: {"costs": costs, "results": results_table(root), "real-accuracy": real_accuracy(root),
                      "claim-code": claim_code()}}
+
+
+def record_run(root: Path) -> None:
+    """STAGE_TIMES from this machine's logs: each stage's last run, after a whole run of the pipeline."""
+    records = logged_runs(root)
+    if not records:
+        raise SystemExit(f"error: no stage run logged in {TIMINGS}: run the pipeline on this machine first")
+    kept = ("stage", "seconds", "finished", "cores", "load")
+    text = (root / STAGE_TIMES).read_text() if (root / STAGE_TIMES).is_file() else ""
+    header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
+    (root / STAGE_TIMES).write_text(header + yaml.safe_dump([{key: record[key] for key in kept if key in record}
+                                                              for record in records], sort_keys=False, width=110))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true",
                         help="exit 1 if a generated block is stale or CITATION.cff does not match the project")
+    parser.add_argument("--record-run", action="store_true",
+                        help=f"first record {STAGE_TIMES} from this machine's stage logs (after a whole run)")
     args = parser.parse_args(argv)
-    times = None if args.check else stage_times(ROOT)
-    documents = generated(ROOT, times)
+    if args.record_run:
+        record_run(ROOT)
+    documents = generated(ROOT)
     if args.check:
         problems = [f"{document}: the {name} block is stale; run `python -m vitheory.reviewing`"
                     for document, bodies in documents.items()
@@ -390,8 +408,6 @@ def main(argv: list[str] | None = None) -> int:
         for problem in problems:
             print(problem, file=sys.stderr)
         return 1 if problems else 0
-    if times is not None:
-        documents[GUIDE]["stage-times"] = times
     for document, bodies in documents.items():
         (ROOT / document).write_text(rewrite((ROOT / document).read_text(), bodies))
     return 0

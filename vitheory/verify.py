@@ -53,7 +53,7 @@ from vitheory.core.rederive import Problem, same
 from vitheory.papers import PACKAGES, PAPERS
 from vitheory.params import DEFAULT_PATH, load_params
 from vitheory.report import fmt
-from vitheory.reviewing import GUIDE, logged_seconds
+from vitheory.reviewing import read_stage_times, stage_seconds
 
 
 CONSISTENT, STRICT_FAILED, INCONSISTENT, NOT_BUILT = 0, 1, 2, 3
@@ -154,10 +154,9 @@ def _absent(problem: Problem, root: Path, absent: set[Path]) -> bool:
 
 
 def rebuild_seconds(root: Path, unbuilt: list[str]) -> float | None:
-    """The seconds the unbuilt stages took in the run docs/REVIEWING.md's stage-times table records;
-    None when the guide or a stage's row is missing."""
-    guide = root / GUIDE
-    logged = logged_seconds(guide.read_text()) if guide.is_file() else {}
+    """The seconds the unbuilt stages took in the committed run (docs/stage_times.yaml); None when the file
+    or a stage's record is missing."""
+    logged = stage_seconds(read_stage_times(root))
     if not all(stage in logged for stage in unbuilt):
         return None
     return sum(logged[stage] for stage in unbuilt)

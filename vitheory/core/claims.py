@@ -143,7 +143,7 @@ def _checks(criteria: Sequence[Criterion], measurement: Measurement, found: dict
     for c in criteria:
         interval, value = found[c.quantity], measurement.measured[c.quantity]
         verdict = decide(c, value, interval, cfg)
-        check = {"quantity": c.quantity, "threshold": f"{c.op} {c.threshold:g}", "source": c.source,
+        check = {"quantity": c.quantity, "threshold": f"{c.op} {c.threshold:g}", "source": c.source, "origin": c.origin,
                  "kind": c.kind, "method": method_name(c.kind, interval), "interval": [interval.low, interval.high],
                  "coverage": interval.coverage, "units": interval.units, "df": interval.df,
                  "margin": c.margin(value), "verdict": verdict,

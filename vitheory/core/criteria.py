@@ -52,6 +52,11 @@ class Criterion:
                 self.smallest_effect > 0 and self.smallest_effect_source.startswith(THRESHOLD_SOURCES)):
             raise ValueError(f"criterion {self}: a smallest effect is positive and names its source")
 
+    @property
+    def origin(self) -> str:
+        """Whose threshold it is: "paper" or "ours", as its source declares (claims.json records it apart)."""
+        return self.source.partition(": ")[0]
+
     def holds(self, value: float | None) -> bool:
         """False when the quantity could not be measured (None), e.g. a fit with too few points. A value
         within rounding (1e-9) of the threshold counts as equal to it: a difference of equal means that
