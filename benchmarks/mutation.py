@@ -42,6 +42,10 @@ MODULES = {
                                  "tests/test_report.py"],
     "vitheory/pk22/claims.py": ["tests/pk22/test_*claims*.py", "tests/pk22/test_verdict_table.py",
                                 "tests/test_report.py"],
+    # a seed plan decides drawn runs by the verdict's own methods: the plan tests, and the verdict rule's
+    "vitheory/core/planning.py": ["tests/core/test_power.py", "tests/core/test_verdict_rule.py"],
+    "vitheory/core/criteria.py": ["tests/core/test_verdict_rule.py", "tests/core/test_power.py",
+                                  "tests/test_deciding_rules.py", "tests/*/test_verdict_table.py"],
     "vitheory/li23/token_keeping.py": ["tests/li23/test_token_keeping.py"],
     "vitheory/pk22/noise.py": ["tests/pk22/test_pk.py"],
     "vitheory/pk22/hessian.py": ["tests/pk22/test_pk.py", "tests/pk22/test_hessian.py"],
@@ -65,6 +69,17 @@ FUNCTIONS = {
         *(f"vitheory.core.intervals.x_{f}__mutmut_*" for f in
           ("every_sign_pattern", "sign_flip_p_values", "_sign_flip", "_paired_check",
            "skewed_sign_flip_false_holds")),
+    ],
+    # the seed plan by the verdict's own method, the methods' drawn runs, the skewness checks' margin and the
+    # counted kind, the criterion's origin
+    "issue-66": [
+        *(f"vitheory.core.planning.x_{f}__mutmut_*" for f in ("fewest", "seeds_needed")),
+        *(f"vitheory.core.planning.xǁDrawnPowerǁ{f}__mutmut_*" for f in ("__init__", "power")),
+        *(f"vitheory.core.intervals.x_{f}__mutmut_*" for f in
+          ("_unit_values", "_student_t_runs", "_per_unit_drawn", "_clopper_pearson_runs", "_order_statistics_runs",
+           "sign_flip_rows", "_sign_flip_runs", "_percentile_bootstrap_runs", "_paired_units", "_median_units",
+           "_counted", "normal_skewness_bound", "_skewed_beyond_normal", "_mean_check", "_paired_check")),
+        "vitheory.core.criteria.xǁCriterionǁorigin__mutmut_*",
     ],
 }
 # the files the tests read besides the package and tests/ (which mutmut copies itself)
@@ -120,7 +135,7 @@ def main() -> None:
     args = parser.parse_args()
     only = FUNCTIONS[args.only] if args.only else []
     if only and not args.modules:
-        args.modules = sorted({pattern.split(".x_")[0].replace(".", "/") + ".py" for pattern in only})
+        args.modules = sorted({re.split(r"\.x[_\u01c1]", pattern)[0].replace(".", "/") + ".py" for pattern in only})
     unknown = sorted(set(args.modules) - set(MODULES))
     if unknown:
         parser.error(f"no test selection for {unknown}: name modules of {list(MODULES)} or add them to MODULES")
