@@ -346,11 +346,14 @@ def test_jsl4_counts_samples_needed_at_the_grids_edges(tmp_path, finetune, scrat
 
 
 def _train_real_runs(root, seeds):
-    """train_real's metrics for every run, `seeds` seeds each: accuracies unlike between seeds; the ViTs'
-    structure 0.5 above a null of 0.1, and 0.4 at initialisation."""
-    accuracy = {"vit_natural": (0.90, 0.92, 0.94), "vit_permuted": (0.85, 0.86, 0.87),
-                "vit_positional_natural": (0.88, 0.89, 0.93), "vit_positional_permuted": (0.8, 0.8, 0.8),
-                "cnn_natural": (0.95, 0.95, 0.95), "cnn_permuted": (0.7, 0.7, 0.7)}
+    """train_real's metrics for every run of the registry's models, `seeds` seeds each: the runs JSL-5 and
+    JSL-6 read with accuracies unlike between seeds, any other at 0.9; the ViTs' structure 0.5 above a null
+    of 0.1, and 0.4 at initialisation."""
+    accuracy = {run_name(model, pixels): (0.9, 0.9, 0.9) for model in runs("real_models")
+                for pixels in runs("real_pixels")} | {
+        "vit_natural": (0.90, 0.92, 0.94), "vit_permuted": (0.85, 0.86, 0.87),
+        "vit_positional_natural": (0.88, 0.89, 0.93), "vit_positional_permuted": (0.8, 0.8, 0.8),
+        "cnn_natural": (0.95, 0.95, 0.95), "cnn_permuted": (0.7, 0.7, 0.7)}
     for model in runs("real_models"):
         for pixels in runs("real_pixels"):
             name = run_name(model, pixels)
@@ -387,10 +390,10 @@ def _pos_dim_rows(root, exact_by_width, seeds, diverged=()):
     write_table(root / artifact("pos_dim_runs"), list(pos_dim.COLUMNS), rows)
 
 
-def test_jsl8_is_no_claim_of_the_paper():
-    """The width sweep is ours (the paper states no dependence on d_p): it is not counted among [JSL22]'s
-    claims and their verdicts, and no criterion of theirs reads it."""
-    assert "JSL-8" not in CLAIMS
+def test_the_width_sweep_is_no_claim_of_the_paper():
+    """The width sweep is ours (the paper states no dependence on d_p): no criterion or condition of
+    [JSL22]'s claims reads it, so it counts in none of their verdicts. (The next claim id stays free for a
+    claim of the paper: docs/LAYOUT.md's toy takes it.)"""
     assert not any(c.quantity.startswith("pos_dim_") for claim in CLAIMS.values()
                    for c in (*claim.criteria, *claim.conditions))
 

@@ -31,8 +31,14 @@ class RenderParams(Section):
 
 # every model any figure draws, each in a colour of the colorblind palette at least 35 apart (CIELAB) from
 # every other's: its orange and vermillion (3), its blue and sky blue (9), are too near to tell apart
-MODEL_COLOURS = {model: sns.color_palette("colorblind")[index] for model, index in
-                 (("vit", 0), ("cnn", 1), ("alternet", 2), ("vit_gap", 5), ("vit_small", 4), ("vit_positional", 7))}
+MODEL_COLOURS = {model: sns.color_palette("colorblind")[index] for model, index in (
+    ("vit", 0),
+    ("cnn", 1),
+    ("alternet", 2),
+    ("vit_gap", 5),
+    ("vit_small", 4),
+    ("vit_positional", 7),
+)}
 
 
 def model_colour(model: str) -> tuple[float, float, float]:
