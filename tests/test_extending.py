@@ -214,7 +214,7 @@ CLAIM = [
             criteria=(Criterion("toy_natural_accuracy", ">", 0.1, "ours: chance on ten classes", MEAN,
                                 bounds=(0.0, 1.0)),),
             evidence=(artifact("real_metrics"),),
-            samples=_real_samples,
+            samples=real_samples("toy"),
             statistics=_toy_statistics,
             regime=_jsl5_regime,
         ),'''),

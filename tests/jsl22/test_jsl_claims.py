@@ -513,3 +513,22 @@ def test_jsl2_says_whether_the_run_is_inside_assumption_2(default_params):
                               {"generate": {"spatial": {"dim": data.n_patches}}}))
     said = CLAIMS["JSL-2"].regime(wide)
     assert "Outside" not in said and f"d = {data.n_patches} >= D = {data.n_patches}" in said
+
+
+def test_jsl5_and_jsl6_read_only_the_runs_of_the_models_they_name(tmp_path):
+    """A registered model a claim does not name is no unit of it: JSL-5 reads the ViT's and the CNN's runs,
+    JSL-6 the two ViTs' natural and permuted runs; a model the registry lacks is refused in one line."""
+    from vitheory.core.paths import run_name, runs
+    from vitheory.jsl22.claims import real_samples
+
+    for model in runs("real_models"):
+        for pixels in runs("real_pixels"):
+            seeds = {f"seed_{s}": {"seed": s, "test_accuracy": 0.9, "val_accuracy": 0.9, "test_loss": 0.3}
+                     | ({"structure": 0.5, "shuffled_structure": 0.2, "initial_structure": 0.4}
+                        if model.startswith("vit") else {}) for s in range(3)}
+            write_json(tmp_path / artifact("real_metrics") / f"{run_name(model, pixels)}.json", {"runs": seeds})
+    groups = {claim: {name.split("_natural")[0].split("_permuted")[0] for name in CLAIMS[claim].samples(tmp_path)}
+              for claim in ("JSL-5", "JSL-6")}
+    assert groups == {"JSL-5": {"vit", "cnn"}, "JSL-6": {"vit", "vit_positional"}}
+    with pytest.raises(ValueError, match=r"^train_real trains no model \['toy'\]"):
+        real_samples("vit", "toy")
