@@ -260,3 +260,11 @@ def test_a_quantity_declared_as_two_kinds_is_refused_and_two_quantities_of_two_k
 def test_a_criterion_declared_wrongly_is_refused_saying_what_is_wrong(declared, message):
     with pytest.raises(ValueError, match=message):
         Criterion("effect", ">", 0.0, "ours: a threshold of this test", **declared)
+
+
+def test_a_criterion_knows_whose_threshold_it_is_and_claims_json_records_it(tmp_path):
+    """`origin` is the source's declared owner, "paper" or "ours", recorded apart in each check."""
+    assert Criterion("q", ">", 0.0, "paper: Fig. 1, the sign", MEAN).origin == "paper"
+    assert Criterion("q", ">", 0.0, "ours: a margin: ours", MEAN).origin == "ours"
+    judged = _judge(tmp_path, [_ours("effect", ">", 0.0)], _seeds(effect=[0.3, 0.2, 0.25, 0.3, 0.35, 0.2, 0.3, 0.25]))
+    assert judged["criteria"]["effect > 0"]["origin"] == "ours"
