@@ -12,6 +12,7 @@ from vitheory.core.checkpoint import save_checkpoint
 from vitheory.core.cli import run_stage
 from vitheory.core.config import ParamsView, as_dict
 from vitheory.core.device import DEVICE, resolve_device
+from vitheory.core.ensemble import Stability
 from vitheory.core.history import live_run, write_histories
 from vitheory.core.paths import artifact
 from vitheory.core.similarity import cosine_similarity
@@ -28,30 +29,33 @@ from vitheory.jsl22.training import (
     train_spatial,
 )
 
-PARAMS = {"train.device": DEVICE, "spatial": SpatialTrainParams, "generate.spatial": SpatialDataParams}
+PARAMS = {"train.device": DEVICE, "train.stability": Stability, "spatial": SpatialTrainParams,
+          "generate.spatial": SpatialDataParams}
 
 
 def main(params: ParamsView, args: argparse.Namespace) -> None:
-    cfg, data_cfg = params.spatial, params.generate.spatial
+    cfg, data_cfg, stability = params.spatial, params.generate.spatial, params.train.stability
     train, test, structure = read_spatial(artifact("spatial_data"))
     variant_train, variant_test, variant_structure = read_spatial(artifact("spatial_variant_data"))
     device = resolve_device(params.train.device)
     with live_run(artifact("spatial_live")) as live:
-        vit, ablation, glm, histories = train_spatial(cfg, train, test, structure["sets"], device, live)
-    variant_vit = train_positional(cfg.vit, cfg, variant_train, variant_test, variant_structure["sets"], device,
+        vit, ablation, glm, histories = train_spatial(cfg, stability, train, test, structure["sets"], device, live)
+    variant_vit = train_positional(cfg.vit, cfg, stability, variant_train, variant_test, variant_structure["sets"],
+                                   device,
                                    data_label=f", {data_cfg.variant_partition} partition")
     variant_glm = train_glm(cfg.glm, cfg.seeds, "spatial", variant_train, variant_test, device)
     with atomic_path(artifact("spatial_models")) as tmp:
         tmp.mkdir()
         meta = {"stage": "train_spatial", "spatial": as_dict(cfg), "data": as_dict(data_cfg), "device": device.type}
-        # a ViT's checkpoint says whether its loss diverged (it stopped there): transfer has nothing to transfer
+        # a ViT's checkpoint says whether it was unstable (it stopped where it diverged): transfer has nothing to
+        # transfer
         for seed in range(cfg.seeds):
             save_checkpoint(tmp / member_folder("vit", seed), vit.models[seed],
-                            meta | {"seed": seed, "diverged": vit.diverged[seed]})
+                            meta | {"seed": seed, "unstable": vit.unstable[seed], "halvings": vit.halvings[seed]})
             save_checkpoint(tmp / member_folder("glm", seed), glm.models[seed], meta | {"seed": seed})
             save_checkpoint(tmp / VARIANT_FOLDER / member_folder("vit", seed), variant_vit.models[seed],
                             meta | {"seed": seed, "partition": data_cfg.variant_partition,
-                                    "diverged": variant_vit.diverged[seed]})
+                                    "unstable": variant_vit.unstable[seed], "halvings": variant_vit.halvings[seed]})
         write_tensors(tmp / artifact("spatial_gram").relative_to(artifact("spatial_models")), {
             "initial": torch.tensor(np.stack([cosine_similarity(m.P) for m in vit.initial])),
             "final": torch.tensor(np.stack([cosine_similarity(m.P) for m in vit.models])),
@@ -77,9 +81,10 @@ def main(params: ParamsView, args: argparse.Namespace) -> None:
 
 
 def positional_runs(trained: Trained) -> dict[str, list]:
-    """A positional ViT's per-seed metrics at initialisation and after training, and which seeds diverged
-    (the claims count those as not learned, vitheory.jsl22.claims)."""
-    return {"initial": trained.initial_metrics, "final": trained.metrics, "diverged": trained.diverged}
+    """A positional ViT's per-seed metrics at initialisation and after training, each seed's halvings of the
+    rates and which seeds stayed unstable (the claims leave those out of their units, vitheory.jsl22.claims)."""
+    return {"initial": trained.initial_metrics, "final": trained.metrics, "unstable": trained.unstable,
+            "halvings": trained.halvings}
 
 
 if __name__ == "__main__":

@@ -8,12 +8,13 @@ from vitheory.core.checkpoint import checkpoint_metadata, load_checkpoint
 from vitheory.core.cli import run_stage
 from vitheory.core.config import ParamsView
 from vitheory.core.device import DEVICE, resolve_device
+from vitheory.core.ensemble import Stability
 from vitheory.core.paths import artifact
 from vitheory.jsl22.params import SpatialDataParams, SpatialTrainParams, TransferParams
 from vitheory.jsl22.training import TRANSFER_COLUMNS, downstream_data, member_folder, transfer_runs
 
-PARAMS = {"train.device": DEVICE, "transfer": TransferParams, "generate.spatial": SpatialDataParams,
-          "spatial": SpatialTrainParams}
+PARAMS = {"train.device": DEVICE, "train.stability": Stability, "transfer": TransferParams,
+          "generate.spatial": SpatialDataParams, "spatial": SpatialTrainParams}
 
 
 def main(params: ParamsView, args: argparse.Namespace) -> None:
@@ -21,11 +22,11 @@ def main(params: ParamsView, args: argparse.Namespace) -> None:
     structure = read_split(artifact("spatial_data"), "structure", ("sets", "w_star"))
     folders = [artifact("spatial_models") / member_folder("vit", seed) for seed in range(params.spatial.seeds)]
     pretrained = [load_checkpoint(folder) for folder in folders]
-    pretraining_diverged = [checkpoint_metadata(folder)["diverged"] for folder in folders]
+    pretraining_unstable = [checkpoint_metadata(folder)["unstable"] for folder in folders]
     feature, pool, test = downstream_data(cfg, params.generate.spatial, structure)
     device = resolve_device(params.train.device)
-    runs = transfer_runs(pretrained, pretraining_diverged, params.spatial.vit, params.spatial, cfg, pool, test,
-                         device)
+    runs = transfer_runs(pretrained, pretraining_unstable, params.spatial.vit, params.spatial, cfg,
+                         params.train.stability, pool, test, device)
     write_table(artifact("transfer_runs"), TRANSFER_COLUMNS, runs)
     # settings only: the claim counts the samples needed from the runs table
     write_json(artifact("transfer_metrics"), {

@@ -257,7 +257,7 @@ def test_the_association_maps_show_the_median_seed_and_the_best_not_seed_0():
     """JSL-2's figure: seed 0 meets Definition 2.2 but the typical seed does not, so the maps show the seed of
     median share (a diverged seed left out of the choice, counted in the total) and the best beside it."""
     shares = [1.0, 0.5, 0.9, 0.8, 0.7]
-    runs = {"final": [{"pos_exact": share} for share in shares], "diverged": [False, False, False, False, True]}
+    runs = {"final": [{"pos_exact": share} for share in shares], "unstable": [False, False, False, False, True]}
     gram = {"initial": torch.arange(5.0)[:, None, None] * torch.ones(5, 4, 4),
             "final": -torch.arange(5.0)[:, None, None] * torch.ones(5, 4, 4)}
     panels, meeting = jsl.association_panels(gram, runs)
@@ -266,8 +266,8 @@ def test_the_association_maps_show_the_median_seed_and_the_best_not_seed_0():
                                               "after training, best seed 0: 100%"]
     assert [maps[0, 0] for _, maps in panels] == [3.0, -3.0, 0.0]
     assert meeting == "1 of 5 seeds meet Definition 2.2 on P Pᵀ (every patch)"
-    panels, meeting = jsl.association_panels(gram, dict(runs, diverged=[True] * 5))
-    assert len(panels) == 1 and meeting.endswith("every seed diverged")
+    panels, meeting = jsl.association_panels(gram, dict(runs, unstable=[True] * 5))
+    assert len(panels) == 1 and meeting.endswith("every seed unstable")
 
 
 @pytest.mark.parametrize(("scores", "seed"), [({0: 0.229, 1: 0.153, 2: 0.212, 3: 0.193, 4: 0.257, 5: 0.146}, 3),

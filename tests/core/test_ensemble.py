@@ -1,8 +1,19 @@
+from dataclasses import replace
+
 import pytest
 import torch
 
 from vitheory.core.device import seeded
-from vitheory.core.ensemble import Ensemble, EnsembleRecipe, Stacked, chunk_plan, loss_and_error, train_ensemble
+from vitheory.core.ensemble import (
+    Ensemble,
+    EnsembleRecipe,
+    Stacked,
+    chunk_plan,
+    halved,
+    loss_and_error,
+    train_ensemble,
+    train_stable,
+)
 from vitheory.li23.models import ShallowViT, TokenCNN
 from vitheory.li23.tokens import generate
 
@@ -132,3 +143,67 @@ def test_a_model_without_learning_rate_groups_is_refused_in_one_line():
     data = Stacked.pad([(torch.randn(4, 16), torch.ones(4))])
     with pytest.raises(TypeError, match=r"^Linear has no param_group\(name\): [^\n]*Member\)$"):
         train_ensemble(ensemble, data, [0], cfg, progress=False)
+
+
+class Planted(torch.nn.Module):
+    """out = -w^2 x_0, on labels +1: the logistic loss is about w^2 x_0 for large w, so gradient descent multiplies
+    w by 1 - 2 lr x_0 a step and diverges exactly when lr x_0 > 1 (|w| doubles at lr x_0 = 1.5 until w^2
+    overflows), from w = 10 plus its seed's draw."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(10 + torch.rand(()))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return -self.w ** 2 * x[:, 0]
+
+    def param_group(self, name: str) -> str:
+        return "w"
+
+
+def _planted(scales, cfg, seeds=(0, 1, 2)):
+    """Members whose one input is `scales[i]`: x_0 = 1 diverges at lr 1.5 and not at 0.75, x_0 = 1e30 at every rate,
+    x_0 = 0.1 at none."""
+    data = Stacked.pad([(torch.full((4, 1), float(scale)), torch.ones(4)) for scale in scales])
+    return train_stable(lambda i: seeded(seeds[i], Planted), data, list(seeds), cfg, progress=False)
+
+
+STABLE = EnsembleRecipe(steps=100, batch_size=None, lr={"w": 1.5}, eval_every=10, loss="logistic",
+                        stop_at_zero_loss=False, stop_diverged=True, max_halvings=3)
+
+
+def test_a_member_diverging_at_the_recipes_rate_trains_again_at_half_the_rate_and_twice_the_steps():
+    """Member 0 diverges at lr 1.5 and converges at 0.75: it trains again once and ends as it would trained alone
+    at half the rate and twice the steps; member 1 diverges at every rate, halved three times (lr / 8), and stays
+    unstable; member 2 never diverges and is what train_ensemble makes of it."""
+    ensemble, outcome = _planted([1.0, 1e30, 0.1], STABLE)
+    assert outcome.halvings == [1, 3, 0] and outcome.unstable == [False, True, False]
+    assert outcome.steps_run[0] == 200 and outcome.steps_run[1] < 800
+    alone = Ensemble([seeded(0, Planted)])
+    train_ensemble(alone, Stacked.pad([(torch.ones(4, 1), torch.ones(4))]), [0], halved(STABLE), progress=False)
+    assert torch.equal(ensemble.params["w"][0], alone.params["w"][0]) and abs(alone.params["w"][0]) < 1
+    plain = Ensemble([seeded(2, Planted)])
+    train_ensemble(plain, Stacked.pad([(torch.full((4, 1), 0.1), torch.ones(4))]), [2], STABLE, progress=False)
+    assert torch.equal(ensemble.params["w"][2], plain.params["w"][0])
+
+
+def test_no_halving_allowed_leaves_a_diverged_member_unstable_and_the_rule_needs_stopping():
+    _, outcome = _planted([1.0, 0.1], replace(STABLE, max_halvings=0), seeds=(0, 1))
+    assert outcome.halvings == [0, 0] and outcome.unstable == [True, False]
+    with pytest.raises(ValueError, match="needs EnsembleRecipe.stop_diverged"):
+        _planted([1.0], replace(STABLE, stop_diverged=False), seeds=(0,))
+
+
+def test_the_halvings_are_reproducible_to_the_byte():
+    runs = [_planted([1.0, 1e30, 0.1], STABLE) for _ in range(2)]
+    assert runs[0][1] == runs[1][1]
+    assert runs[0][0].params["w"].detach().numpy().tobytes() == runs[1][0].params["w"].detach().numpy().tobytes()
+
+
+def test_selecting_members_keeps_a_shared_set_one_set():
+    X = torch.randn(5, 3)
+    shared = Stacked(X[None].expand(4, 5, 3), torch.ones(5)[None].expand(4, -1), torch.full((4,), 5))
+    picked = shared.select([1, 3])
+    assert picked.X.shape == (2, 5, 3) and picked.X.stride(0) == 0 and picked.n.tolist() == [5, 5]
+    padded = Stacked.pad([(X[:2], torch.ones(2)), (X, -torch.ones(5))]).select([1])
+    assert torch.equal(padded.X[0], X) and padded.y[0].tolist() == [-1.0] * 5

@@ -6,6 +6,11 @@ forward/backward pass (`torch.func.vmap` over `functional_call`) serves them all
 its own training set and size, its own seed (initialisation, mini-batches, token sampling) and its
 own stopping, so a member ends with the weights it would have had trained alone (to float
 tolerance). A single training run is an ensemble of one.
+
+The stability rule (`train_stable`): gradient flow never raises the loss, so a loss that turns non-finite
+is an artefact of the step size, not an outcome of what is trained. A member that diverges trains again
+from its own seed at half the rates and twice the steps (the same time horizon, rate x steps), up to
+`Stability.max_halvings` times; one that diverges at every rate tried is unstable, and says so.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Protocol, runtime_checkable
 
 import torch
@@ -22,6 +27,7 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 from tqdm import tqdm
 
+from vitheory.core.config import Section, at_least, knob
 from vitheory.core.errors import TrainingDiverged
 from vitheory.core.metrics import sign_mistakes
 
@@ -76,6 +82,13 @@ class Ensemble:
         """Member `index`'s parameters and buffers, by name: a state dict of one model."""
         return {name: t[index].detach() for name, t in {**self.params, **self.buffers}.items()}
 
+    @torch.no_grad()
+    def put(self, index: int, other: Ensemble, source: int) -> None:
+        """Member `index` takes the weights and buffers of `other`'s member `source` (same class and config)."""
+        for mine, theirs in ((self.params, other.params), (self.buffers, other.buffers)):
+            for name, t in mine.items():
+                t[index] = theirs[name][source]
+
     def member(self, index: int, model: nn.Module) -> nn.Module:
         """`model` (same class and config) with the weights of member `index`."""
         model.load_state_dict({name: t.clone() for name, t in self.state(index).items()})
@@ -103,6 +116,16 @@ class Stacked:
     def to(self, device: torch.device) -> Stacked:
         return Stacked(self.X.to(device), self.y.to(device), self.n.to(device))
 
+    def select(self, members: Sequence[int]) -> Stacked:
+        """The sets of `members` only. A set expanded over every member stays one set, not copied: the
+        ensemble then reads it once (`Ensemble.__call__`)."""
+        index = torch.tensor(list(members), device=self.X.device)
+
+        def rows(t: torch.Tensor) -> torch.Tensor:
+            return t[:1].expand(len(index), *t.shape[1:]) if t.stride(0) == 0 else t[index]
+
+        return Stacked(rows(self.X), rows(self.y), self.n[index])
+
 
 @dataclass(frozen=True)
 class EnsembleRecipe:
@@ -117,19 +140,31 @@ class EnsembleRecipe:
     loss: Literal["hinge", "logistic"] = "hinge"
     stop_at_zero_loss: bool = True  # a member whose hinge loss is 0 on all its data has zero gradient
     stop_diverged: bool = False  # freeze a member whose loss turns non-finite instead of raising
+    max_halvings: int = 0  # with stop_diverged, `train_stable`'s retrainings of a diverged member at half the rates
     lr_keys: dict[str, str] | None = None  # params key of each group's rate, named when a run diverges
     optimizer: Literal["sgd", "adam"] = "sgd"  # adam: betas (0.9, 0.999), eps 1e-8, per member
 
 
 @dataclass(frozen=True)
+class Stability(Section):
+    """params.yaml `train.stability`: the stability rule of every synthetic trainer that can diverge
+    (`train_stable`)."""
+
+    max_halvings: int = knob(at_least(0))
+
+
+@dataclass(frozen=True)
 class Outcome:
     """Per member: steps run, first checked step with zero training error and with zero test error (-1:
-    never, or no test data given), whether its loss became non-finite (only with `EnsembleRecipe.stop_diverged`)."""
+    never, or no test data given), all of its last training (after `halvings` halvings of the rates, its
+    steps doubled as often); whether its loss was non-finite there too, `unstable` (only with
+    `EnsembleRecipe.stop_diverged`)."""
 
     steps_run: list[int]
     steps_to_zero_train_error: list[int]
     steps_to_zero_test_error: list[int]
-    diverged: list[bool]
+    unstable: list[bool]
+    halvings: list[int]
 
 
 def hinge(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -234,7 +269,7 @@ class Stopping:
         self.ensemble, self.data, self.test, self.cfg = ensemble, data, test, cfg
         E = len(ensemble)
         self.active = torch.ones(E, dtype=torch.bool, device=data.X.device)
-        self.outcome = Outcome([cfg.steps] * E, [-1] * E, [-1] * E, [False] * E)
+        self.outcome = Outcome([cfg.steps] * E, [-1] * E, [-1] * E, [False] * E, [0] * E)
 
     def live(self) -> torch.Tensor:
         """Indices of the members that still train (members that stopped cost nothing)."""
@@ -276,7 +311,7 @@ class Stopping:
     def freeze_diverged(self, live: torch.Tensor, finite: torch.Tensor, step: int) -> None:
         """Stop the live members whose loss at `step` is not finite (`finite` (E_live,)), where they were."""
         for i in live[~finite].tolist():
-            self.active[i], self.outcome.steps_run[i], self.outcome.diverged[i] = False, step - 1, True
+            self.active[i], self.outcome.steps_run[i], self.outcome.unstable[i] = False, step - 1, True
 
 
 def _diverged(desc: str, loss: torch.Tensor, live: torch.Tensor, step: int, seeds: Sequence[int],
@@ -329,6 +364,41 @@ def train_ensemble(ensemble: Ensemble, data: Stacked, seeds: Sequence[int], cfg:
     if on_log and logged_step != last_step:
         on_log(last_step, ensemble)
     return stopping.outcome
+
+
+def halved(cfg: EnsembleRecipe) -> EnsembleRecipe:
+    """The recipe at half every rate and twice the steps: the same time horizon (rate x steps) of gradient flow."""
+    return replace(cfg, steps=2 * cfg.steps, lr={group: rate / 2 for group, rate in cfg.lr.items()})
+
+
+def train_stable(member: Callable[[int], nn.Module], data: Stacked, seeds: Sequence[int], cfg: EnsembleRecipe,
+                 on_log: Callable[[int, Ensemble], None] | None = None, log_every: int = 0, progress: bool = True,
+                 desc: str = "train", test: Stacked | None = None) -> tuple[Ensemble, Outcome]:
+    """`train_ensemble` under the stability rule: the ensemble of `member(i)` (member i's model as it starts,
+    the same at every call) trained by `cfg`; each member whose loss turned non-finite trains again from
+    `member(i)` and its seed by `halved(cfg)`, then again by that halved, up to `cfg.max_halvings` times, and
+    ends with the weights and outcome of its last training, its halvings counted. `on_log` sees the
+    recipe's training only. Needs `cfg.stop_diverged`: a diverging member stops instead of the run."""
+    if not cfg.stop_diverged:
+        raise ValueError("train_stable needs EnsembleRecipe.stop_diverged: a diverged member must stop to be retrained")
+    ensemble = Ensemble([member(i) for i in range(len(seeds))])
+    outcome = train_ensemble(ensemble, data, seeds, cfg, on_log=on_log, log_every=log_every, progress=progress,
+                             desc=desc, test=test)
+    recipe = cfg
+    for halving in range(1, cfg.max_halvings + 1):
+        again = [i for i, unstable in enumerate(outcome.unstable) if unstable]
+        if not again:
+            break
+        recipe = halved(recipe)
+        retrained = Ensemble([member(i) for i in again])
+        retry = train_ensemble(retrained, data.select(again), [seeds[i] for i in again], recipe, progress=progress,
+                               desc=f"{desc}, rates / {2 ** halving}", test=test.select(again) if test else None)
+        for j, i in enumerate(again):
+            ensemble.put(i, retrained, j)
+            for name in ("steps_run", "steps_to_zero_train_error", "steps_to_zero_test_error", "unstable"):
+                getattr(outcome, name)[i] = getattr(retry, name)[j]
+            outcome.halvings[i] = halving
+    return ensemble, outcome
 
 
 def chunk_plan(n_members: int, device: torch.device) -> tuple[int, int]:

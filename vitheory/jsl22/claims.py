@@ -30,11 +30,19 @@ def _data_setting(params: Any) -> str:
         f"informative ones; sigma^2 = {data.noise_scale}/d; {data.n_train} training examples."
         f" Score form `{spatial.vit.score_form}`, d_p = {spatial.vit.pos_dim}, {spatial.seeds} seeds, "
         f"{spatial.steps} full-batch gradient-descent steps on the logistic loss, lr {spatial.lr_mixing} on the "
-        f"attention and {spatial.lr_readout} on v; a seed whose loss diverges at these rates stops there and counts "
-        "as not learned (test error 1, Definition 2.2 met by no patch), their share `*diverged_seeds`. A second "
+        f"attention and {spatial.lr_readout} on v. " + _stability_rule(params) + " Their shares "
+        "`*unstable_seeds` and `*halved_seeds`. A second "
         f"data setting draws the same data model with a {data.variant_partition} partition: positional encodings "
         "have no spatial prior, so a ViT must learn those sets as well as contiguous ones, where a convolution "
         "could not.")
+
+
+def _stability_rule(params: Any) -> str:
+    halvings = params.train.stability.max_halvings
+    return (f"The stability rule (`train.stability`): a seed whose loss turns non-finite trains again from its seed at "
+            f"half the rates and twice the steps, up to {halvings} times; one that diverges at every rate tried is "
+            "unstable, neither learned nor not: it is left out of the units, and past a share of "
+            f"{UNSTABLE_SHARE:g} of the seeds the claim is inconclusive (a condition).")
 
 
 def _assumption_2(params: Any) -> str:
@@ -63,8 +71,9 @@ def _pos_dim_regime(params: Any) -> str:
             f"patch association over d_p in {list(sweep.pos_dims)} at D = {data.n_patches} (`pos_dim_sweep`, "
             f"{sweep.seeds} seeds per width, the recipe above with each width's own d_p), the quantities "
             "`pos_dim_*`: per width, the mean share of patches meeting Definition 2.2 on the attention map and the "
-            "test error, a seed whose loss diverged (the recipe's rates) counted as no association and error 1; "
-            "the share of seeds that diverged; and the mean share over the seeds that did not (None: all did).")
+            "test error over the seeds that were not unstable (the stability rule above; None: all were), the "
+            "share of seeds unstable and of seeds whose rates were halved; the largest width against the "
+            "smallest over the seeds stable at both.")
 
 
 def _jsl3_regime(params: Any) -> str:
@@ -83,15 +92,17 @@ def _jsl3_regime(params: Any) -> str:
             f"training error stays above {STALLED_TRAIN_ERROR:.0%} stalled (its optimisation did not converge, not "
             "noise in the claim): `vit_stalled_seeds` is their share, `vit_converged_test_error` the others' median "
             "test error; stalls near the 10% bar move the test-error criteria's intervals across it, and the seed "
-            "plan counts them as they are.")
+            "plan counts them as they are. " + _stability_rule(params) + " Its shares over both data sets' "
+            "students: `unstable_seeds`, `halved_seeds`.")
 
 
 def _jsl4_regime(params: Any) -> str:
     transfer = params.transfer
     return (f"Downstream feature w' orthogonal to w*, same sets; n in {list(transfer.n_train)}, one "
             f"pre-trained model per seed; fine-tuning trains a fresh v for {transfer.finetune_steps} steps "
-            f"at lr {transfer.finetune_lr}; scratch uses the pre-training recipe. A run whose loss "
-            "diverges counts as error 1.")
+            f"at lr {transfer.finetune_lr}; scratch uses the pre-training recipe. " + _stability_rule(params)
+            + " Here the units are the runs (method, n, seed): an unstable run is left out of its size's median, "
+            "their share `unstable_runs`, the runs halved `halved_runs`.")
 
 
 def _jsl5_regime(params: Any) -> str:
@@ -107,8 +118,48 @@ def _jsl5_regime(params: Any) -> str:
         f" One fixed permutation (seed {real.permutation_seed}) moving {block} x {block} squares of pixels" + kind)
 
 
-def _median(units: Samples, group: str, name: str) -> float:
-    return statistics.median(unit[name] for unit in units[group])
+# ours: the share of a claim's seeds that may stay unstable (non-finite at every rate the stability rule tried)
+# and be left out of its units. An unstable seed is neither learned nor not; past one seed in ten left out, the
+# units are a selection (the seeds stable at the rates tried) more than the recipe's seeds, and a share of seeds
+# among them could move by more than 0.1 had every seed left out gone the other way
+UNSTABLE_SHARE = 0.1
+
+
+def _stable_enough(quantity: str) -> Criterion:
+    """The condition that at most UNSTABLE_SHARE of the claim's trainings stayed unstable, counted over all of them."""
+    return Criterion(quantity, "<=", UNSTABLE_SHARE,
+                     (f"ours: at most {UNSTABLE_SHARE:g} of the trainings left out as unstable (the stability rule, "
+                      "train.stability), or the units measured are a selection of the seeds, not the recipe's; "
+                      "counted over every training run, not estimated"), COUNTED, bounds=(0.0, 1.0))
+
+
+def _stable(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A claim's units: every seed but the unstable ones, which are neither learned nor not learned. When every seed
+    was unstable all stay, each measuring nothing (`_learned`), so that the claim keeps its units and has no value."""
+    return [unit for unit in units if not unit["unstable"]] or units
+
+
+def _learned(samples: Samples, group: str) -> list[dict[str, Any]]:
+    """The units of `group` that measure what was learned: none where every seed was unstable."""
+    return [unit for unit in samples[group] if not unit.get("unstable")]
+
+
+def _stability(units: list[dict[str, Any]]) -> dict[str, float]:
+    """The shares of the trainings that stayed unstable and whose rates were halved, over every one run: a setting."""
+    return {"unstable": statistics.mean(float(unit["unstable"]) for unit in units),
+            "halved": statistics.mean(float(unit["halvings"] > 0) for unit in units)}
+
+
+def _over(function: Callable[[list[float]], float], values: list[float]) -> float | None:
+    return function(values) if values else None
+
+
+def _minus(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def _median(units: Samples, group: str, name: str) -> float | None:
+    return _over(statistics.median, [unit[name] for unit in _learned(units, group)])
 
 
 def _spatial_samples(form: str | None = None, variant_partition: bool = False) -> Callable[[Path], Samples]:
@@ -124,29 +175,17 @@ def _spatial_samples(form: str | None = None, variant_partition: bool = False) -
         if key not in runs:
             raise ArtifactError(f"{artifact('spatial_metrics')}: no runs of score form {form!r}; add it to "
                                 "spatial.ablation and run `dvc repro train_spatial`")
-        if "diverged" not in runs[key]:
+        run = runs[key]
+        if "unstable" not in run:
             raise ArtifactError(f"{artifact('spatial_metrics')}: the runs of score form {form or key!r} do not say "
-                                "which seeds diverged (an older train_spatial wrote them); run "
+                                "which seeds were unstable (an older train_spatial wrote them); run "
                                 "`dvc repro train_spatial`")
-        return {"vit": _counted(runs[key]), "vit_initial": runs[key]["initial"], "glm": runs["glm"],
-                SETTINGS_GROUP: [{"best_linear_error": source["best_linear_error"], "chance": metrics["chance"]}]}
+        units = [unit | {"unstable": unstable, "halvings": halvings}
+                 for unit, unstable, halvings in zip(run["final"], run["unstable"], run["halvings"], strict=True)]
+        return {"vit": _stable(units), "vit_initial": run["initial"], "glm": runs["glm"],
+                SETTINGS_GROUP: [{"best_linear_error": source["best_linear_error"], "chance": metrics["chance"],
+                                  "stability": _stability(units)}]}
     return samples
-
-
-# what a seed whose loss diverged counts as, here and in the width sweep: it did not learn
-NOT_LEARNED = {"error_rate": 1.0, "attn_exact": 0.0, "pos_exact": 0.0}
-
-
-def _counted(run: dict[str, list]) -> list[dict[str, Any]]:
-    """Each seed's final metrics with whether its loss diverged; a seed that diverged (train_spatial stopped it
-    where it was) counts as not learned, as in `pos_dim_sweep` and `transfer`: test error 1, Definition 2.2
-    met by no patch. Its Top_C overlaps, described only, stay as measured."""
-    return [unit | {"diverged": diverged} | (NOT_LEARNED if diverged else {})
-            for unit, diverged in zip(run["final"], run["diverged"], strict=True)]
-
-
-def _diverged_seeds(samples: Samples) -> float:
-    return statistics.mean(float(unit["diverged"]) for unit in samples["vit"])
 
 
 SPATIAL_VARIANTS = (Variant("score form qk (the paper's)", _spatial_samples("qk")),
@@ -155,9 +194,10 @@ SPATIAL_VARIANTS = (Variant("score form qk (the paper's)", _spatial_samples("qk"
 
 
 def _jsl1_statistics(samples: Samples) -> Measured:
+    stability = samples[SETTINGS_GROUP][0]["stability"]
     return {"vit_test_error": _median(samples, "vit", "error_rate"),
-            "vit_test_error_max": max(unit["error_rate"] for unit in samples["vit"]),
-            "vit_diverged_seeds": _diverged_seeds(samples),
+            "vit_test_error_max": _over(max, [unit["error_rate"] for unit in _learned(samples, "vit")]),
+            "vit_unstable_seeds": stability["unstable"], "vit_halved_seeds": stability["halved"],
             "glm_test_error": _median(samples, "glm", "error_rate"),
             "best_linear_test_error": samples[SETTINGS_GROUP][0]["best_linear_error"]}
 
@@ -166,19 +206,21 @@ def _jsl2_statistics(samples: Samples) -> Measured:
     """Patch association on the scores the model attends with (its attention map: softmax of P P^T for
     the `ppt` form, of (P W_Q)(P W_K)^T for `qk`), and of P P^T beside it. Definition 2.2 holds for a
     seed when every patch's Top_C is exactly its set (a share of patches of 1)."""
-    chance = samples[SETTINGS_GROUP][0]["chance"]
+    settings = samples[SETTINGS_GROUP][0]
+    chance, stability = settings["chance"], settings["stability"]
     initial = _median(samples, "vit_initial", "attn_exact")
-    final = [unit["attn_exact"] for unit in samples["vit"]]
-    return {"seeds_meeting_definition": statistics.mean(share == 1.0 for share in final),
-            "final_exact": statistics.median(final), "final_exact_min": min(final),
-            "final_exact_mean": statistics.mean(final),
+    final = [unit["attn_exact"] for unit in _learned(samples, "vit")]
+    return {"seeds_meeting_definition": _over(statistics.mean, [float(share == 1.0) for share in final]),
+            "final_exact": _over(statistics.median, final), "final_exact_min": _over(min, final),
+            "final_exact_mean": _over(statistics.mean, final),
             "final_overlap": _median(samples, "vit", "attn_overlap"), "initial_exact": initial,
             "initial_overlap": _median(samples, "vit_initial", "attn_overlap"), "chance_exact": chance["exact"],
             "chance_overlap": chance["overlap"], "initial_exact_minus_chance": initial - chance["exact"],
             # P P^T's own association: the same as the attention map's for `ppt`, not for `qk`
             "final_positional_exact": _median(samples, "vit", "pos_exact"),
             "final_positional_overlap": _median(samples, "vit", "pos_overlap"),
-            "test_error": _median(samples, "vit", "error_rate"), "diverged_seeds": _diverged_seeds(samples)} | (
+            "test_error": _median(samples, "vit", "error_rate"), "unstable_seeds": stability["unstable"],
+            "halved_seeds": stability["halved"]} | (
         _pos_dim_statistics(samples["pos_dim_seeds"]) if "pos_dim_seeds" in samples else {})  # the run's own setting
 
 
@@ -194,28 +236,25 @@ def _pos_dim_seeds(root: Path) -> list[dict[int, dict[str, Any]]]:
 
 
 def _pos_dim_statistics(seeds: list[dict[int, dict[str, Any]]]) -> Measured:
-    """Per d_p, the share of patches meeting Definition 2.2 on the attention map and the test error, mean over
-    seeds (a diverged run: 0 and 1, it did not learn), the share of seeds that diverged and the mean share over
-    those that did not; the largest d_p against the smallest, and the share of seeds associating more there."""
+    """Per d_p, the share of patches meeting Definition 2.2 on the attention map and the test error, mean over the
+    seeds not unstable there (None: every seed was), the share of seeds unstable and of seeds halved; the largest
+    d_p against the smallest, and the share of seeds associating more there, over the seeds stable at both."""
     widths = sorted(seeds[0])
-
-    def counted(width: int, name: str) -> list[float]:
-        return [NOT_LEARNED[name] if unit[width]["diverged"] else unit[width][name] for unit in seeds]
-
     measured: Measured = {}
     for width in widths:
-        converged = [unit[width]["attn_exact"] for unit in seeds if not unit[width]["diverged"]]
-        measured |= {f"pos_dim_{width}_exact": statistics.mean(counted(width, "attn_exact")),
-                     f"pos_dim_{width}_test_error": statistics.mean(counted(width, "error_rate")),
-                     f"pos_dim_{width}_diverged": statistics.mean(float(unit[width]["diverged"]) for unit in seeds),
-                     f"pos_dim_{width}_exact_converged": statistics.mean(converged) if converged else None}
+        stable = [unit[width] for unit in seeds if not unit[width]["unstable"]]
+        measured |= {f"pos_dim_{width}_exact": _over(statistics.mean, [run["attn_exact"] for run in stable]),
+                     f"pos_dim_{width}_test_error": _over(statistics.mean, [run["error_rate"] for run in stable]),
+                     f"pos_dim_{width}_unstable": statistics.mean(float(unit[width]["unstable"]) for unit in seeds),
+                     f"pos_dim_{width}_halved": statistics.mean(float(unit[width]["halvings"] > 0) for unit in seeds)}
     low, high = widths[0], widths[-1]
-    gains = [wide - narrow for wide, narrow in zip(counted(high, "attn_exact"), counted(low, "attn_exact"))]
+    gains = [unit[high]["attn_exact"] - unit[low]["attn_exact"] for unit in seeds
+             if not unit[high]["unstable"] and not unit[low]["unstable"]]
     return measured | {
-        "pos_dim_exact_largest_minus_smallest": statistics.mean(gains),
-        "pos_dim_seeds_associating_more_at_largest": statistics.mean(float(gain > 0) for gain in gains),
+        "pos_dim_exact_largest_minus_smallest": _over(statistics.mean, gains),
+        "pos_dim_seeds_associating_more_at_largest": _over(statistics.mean, [float(gain > 0) for gain in gains]),
         "pos_dim_test_error_smallest_minus_largest":
-            measured[f"pos_dim_{low}_test_error"] - measured[f"pos_dim_{high}_test_error"]}
+            _minus(measured[f"pos_dim_{low}_test_error"], measured[f"pos_dim_{high}_test_error"])}
 
 
 def _jsl3_samples(root: Path) -> Samples:
@@ -226,8 +265,13 @@ def _jsl3_samples(root: Path) -> Samples:
         raise ArtifactError(f"{artifact('control_metrics')}: no positive control (an older run); "
                             "run `dvc repro control`")
     positive = metrics["positive_control"]
-    return {"vit": metrics["runs"]["vit"], "glm": metrics["runs"]["glm"], "positive": positive["final"],
-            SETTINGS_GROUP: [{"control": metrics["chance"], "positive": positive["chance"]}]}
+    vit, positive_runs = metrics["runs"]["vit"], positive["final"]
+    if "unstable" not in vit[0]:
+        raise ArtifactError(f"{artifact('control_metrics')}: its runs do not say which seeds were unstable (an older "
+                            "run); run `dvc repro control`")
+    return {"vit": _stable(vit), "glm": metrics["runs"]["glm"], "positive": _stable(positive_runs),
+            SETTINGS_GROUP: [{"control": metrics["chance"], "positive": positive["chance"],
+                              "stability": _stability(vit + positive_runs)}]}
 
 
 # ours: the control's labels are noiseless (the teacher's sign), and a student that converges fits them to about
@@ -242,23 +286,26 @@ def _jsl3_statistics(samples: Samples) -> Measured:
     STALLED_TRAIN_ERROR), whose test error sits near the criterion's 10% and moves its median's interval
     across it, and the median test error of those that did not (None: all stalled)."""
     chance = samples[SETTINGS_GROUP][0]
-    converged = [unit["error_rate"] for unit in samples["vit"] if unit["train_error_rate"] <= STALLED_TRAIN_ERROR]
+    learned = _learned(samples, "vit")
+    converged = [unit["error_rate"] for unit in learned if unit["train_error_rate"] <= STALLED_TRAIN_ERROR]
     vit, glm = _median(samples, "vit", "error_rate"), _median(samples, "glm", "error_rate")
     exact, positive = _median(samples, "vit", "pos_exact"), _median(samples, "positive", "pos_exact")
-    return {"vit_test_error": vit, "glm_test_error": glm, "vit_minus_glm_test_error": vit - glm,
-            "positional_exact": exact, "positional_exact_minus_chance": exact - chance["control"]["exact"],
+    attention = _median(samples, "vit", "attn_exact")
+    return {"vit_test_error": vit, "glm_test_error": glm, "vit_minus_glm_test_error": _minus(vit, glm),
+            "positional_exact": exact, "positional_exact_minus_chance": _minus(exact, chance["control"]["exact"]),
             "positional_overlap": _median(samples, "vit", "pos_overlap"), "chance_overlap": chance["control"]["overlap"],
             # the head-averaged attention map the student uses, described beside P P^T
-            "attention_exact_minus_chance": _median(samples, "vit", "attn_exact") - chance["control"]["exact"],
+            "attention_exact_minus_chance": _minus(attention, chance["control"]["exact"]),
             "attention_overlap": _median(samples, "vit", "attn_overlap"),
             "positive_control_positional_exact": positive,
-            "positive_control_positional_exact_minus_chance": positive - chance["positive"]["exact"],
+            "positive_control_positional_exact_minus_chance": _minus(positive, chance["positive"]["exact"]),
             "positive_control_attention_exact_minus_chance":
-                _median(samples, "positive", "attn_exact") - chance["positive"]["exact"],
+                _minus(_median(samples, "positive", "attn_exact"), chance["positive"]["exact"]),
             "positive_control_test_error": _median(samples, "positive", "error_rate"),
             "vit_train_error": _median(samples, "vit", "train_error_rate"),
-            "vit_stalled_seeds": (len(samples["vit"]) - len(converged)) / len(samples["vit"]),
-            "vit_converged_test_error": statistics.median(converged) if converged else None}
+            "vit_stalled_seeds": (len(learned) - len(converged)) / len(learned) if learned else None,
+            "vit_converged_test_error": _over(statistics.median, converged),
+            "unstable_seeds": chance["stability"]["unstable"], "halved_seeds": chance["stability"]["halved"]}
 
 
 def _jsl4_samples(root: Path) -> Samples:
@@ -270,7 +317,7 @@ def _jsl4_samples(root: Path) -> Samples:
 
 def _jsl4_statistics(samples: Samples) -> Measured:
     # a seed counts by its place among the units (a leave-one-out renumbers nothing it needs)
-    runs = [(run["method"], run["n_train"], i, run["test_error"], run["diverged"])
+    runs = [(run["method"], run["n_train"], i, run["test_error"], run["unstable"], run["halvings"])
             for i, unit in enumerate(samples["seeds"]) for run in unit]
     target = samples[SETTINGS_GROUP][0]["target"]
     finetune, scratch = (samples_needed(runs, method, target) for method in ("finetune", "scratch"))
@@ -281,9 +328,10 @@ def _jsl4_statistics(samples: Samples) -> Measured:
         ratio = finetune / scratch if scratch > 0 else 0.0
     else:
         ratio = math.inf if scratch > 0 else None
+    every = [run for unit in samples["seeds"] for run in unit]
     return {"finetune_n_needed": finetune, "scratch_n_needed": scratch, "finetune_reaches_target": float(reached),
-            "finetune_over_scratch": ratio,
-            "diverged_runs": sum(run["diverged"] for unit in samples["seeds"] for run in unit)}
+            "finetune_over_scratch": ratio, "unstable_runs": _stability(every)["unstable"],
+            "halved_runs": _stability(every)["halved"]}
 
 
 def real_samples(*models: str) -> Callable[[Path], Samples]:
@@ -412,6 +460,7 @@ PAPER = Paper(
                       Criterion("glm_test_error", ">=", 0.125,
                                 ("paper: [JSL22] Theorem 3.1: a generalized linear model g has "
                                  "Pr[f*(X) g(X) <= 0] >= 1/8"), MEDIAN, group="glm", bounds=(0.0, 1.0))),
+            conditions=(_stable_enough("vit_unstable_seeds"),),
             evidence=(figure_path(figures.SPATIAL_TRAINING), artifact("spatial_metrics")),
             samples=_spatial_samples(),
             statistics=_jsl1_statistics,
@@ -440,6 +489,7 @@ PAPER = Paper(
                       Criterion("initial_exact_minus_chance", "<=", 0.1,
                                 ("ours: association must start about chance (paper Fig. 1a: initial P^T P random), "
                                  "so it is learned; the 0.1 margin is ours"), MEDIAN, group="vit_initial", bounds=(-1.0, 1.0))),
+            conditions=(_stable_enough("unstable_seeds"),),
             evidence=(figure_path(figures.ASSOCIATION), figure_path(figures.SPATIAL_TRAINING),
                       artifact("spatial_metrics"), artifact("pos_dim_runs")),
             samples=_jsl2_samples,
@@ -481,7 +531,8 @@ PAPER = Paper(
                         Criterion("positive_control_positional_exact_minus_chance", ">=", 0.1,
                                   ("ours: on the Assumption-1 data the same student's P P^T must show association "
                                    "(0.1 above chance, the margin the criterion allows), or none on the control "
-                                   "says nothing"), MEDIAN, group="positive", bounds=(-1.0, 1.0))),
+                                   "says nothing"), MEDIAN, group="positive", bounds=(-1.0, 1.0)),
+                        _stable_enough("unstable_seeds")),
             evidence=(artifact("control_metrics"),),
             samples=_jsl3_samples,
             statistics=_jsl3_statistics,
@@ -501,6 +552,7 @@ PAPER = Paper(
                       Criterion("finetune_over_scratch", "<=", 0.25,
                                 ("ours: Theorem 5.1 says fine-tuning is sample-efficient but gives no ratio; at most "
                                  "1/4 of scratch's samples is our margin"), STEP, bounds=(0.0, math.inf))),
+            conditions=(_stable_enough("unstable_runs"),),
             evidence=(figure_path(figures.TRANSFER), artifact("transfer_runs"), artifact("transfer_metrics")),
             samples=_jsl4_samples,
             statistics=_jsl4_statistics,

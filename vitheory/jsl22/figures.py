@@ -86,7 +86,7 @@ def spatial_training_figure(history: pd.DataFrame, chance: dict[str, float]) -> 
 
 def transfer_figure(runs: pd.DataFrame, target: float) -> plt.Figure:
     """[JSL22] JSL-4: downstream test error against downstream samples, fine-tuned (positional
-    attention frozen) and from scratch; median over seeds, band min to max; diverged runs left out."""
+    attention frozen) and from scratch; median over seeds, band min to max; unstable runs left out."""
     fig, ax = plt.subplots(figsize=(6.8, 4.2))
     sns.lineplot(data=runs.dropna(subset=["test_error"]), x="n_train", y="test_error", hue="method", marker="o",
                  estimator="median", errorbar=("pi", 100), ax=ax)
@@ -139,17 +139,17 @@ def median_seed(scores: dict[int, float]) -> int:
 
 def association_panels(gram: dict[str, torch.Tensor], vit_runs: dict[str, Any]
                        ) -> tuple[list[tuple[str, np.ndarray]], str]:
-    """JSL-2's maps from a representative seed, not a chosen one: of the seeds that did not diverge, the one
+    """JSL-2's maps from a representative seed, not a chosen one: of the seeds not unstable, the one
     whose share of patches meeting their set (P P^T's Top_C, `pos_exact`) is the lower median, before and
     after training, and the one with the largest share after; with the line "k of n seeds meet Definition
     2.2" that says how typical each is."""
     finals = vit_runs["final"]
-    shares = {seed: run["pos_exact"] for seed, (run, diverged) in enumerate(zip(finals, vit_runs["diverged"]))
-              if not diverged}
+    shares = {seed: run["pos_exact"] for seed, (run, unstable) in enumerate(zip(finals, vit_runs["unstable"]))
+              if not unstable}
     meeting = (f"{sum(share == 1.0 for share in shares.values())} of {len(finals)} seeds meet Definition 2.2 "
                "on P Pᵀ (every patch)")
     if not shares:
-        return [("at initialisation (seed 0)", gram["initial"][0].numpy())], f"{meeting}: every seed diverged"
+        return [("at initialisation (seed 0)", gram["initial"][0].numpy())], f"{meeting}: every seed unstable"
     median = median_seed(shares)
     best = min(shares, key=lambda seed: (-shares[seed], seed))  # the largest share, its lowest seed
     panels = [(f"at initialisation (seed {median})", gram["initial"][median].numpy()),

@@ -2,7 +2,11 @@
 the vanilla ViT on the negative control (JSL-3), and transfer to a new feature (JSL-4).
 
 Every training is full-batch gradient descent on the logistic loss, the seeds of one setting
-trained together as one ensemble (vitheory.ensemble), each seed from its own initialisation.
+trained together as one ensemble (vitheory.ensemble), each seed from its own initialisation. Every ViT
+trains under the stability rule (vitheory.core.ensemble.train_stable, `train.stability`): a seed whose
+loss turns non-finite trains again at half the rates and twice the steps; one that diverges at every rate
+tried is unstable, and the claims leave it out of their units. The linear model's loss is convex and
+trains at its own rate: it raises rather than diverge unnoticed.
 """
 
 from __future__ import annotations
@@ -21,7 +25,15 @@ from tqdm import tqdm
 from vitheory.core.artifacts import read_split
 from vitheory.core.checkpoint import seed_folder
 from vitheory.core.device import seeded
-from vitheory.core.ensemble import Ensemble, EnsembleRecipe, Stacked, loss_and_error, train_ensemble
+from vitheory.core.ensemble import (
+    Ensemble,
+    EnsembleRecipe,
+    Stability,
+    Stacked,
+    loss_and_error,
+    train_ensemble,
+    train_stable,
+)
 from vitheory.core.history import History, log_step
 from vitheory.core.metrics import sign_error_rate
 from vitheory.jsl22.data import SPLIT_TENSORS, association, orthogonal_feature, sample
@@ -36,7 +48,8 @@ from vitheory.jsl22.params import (
     TransferParams,
 )
 
-TRANSFER_COLUMNS = {"method": str, "n_train": int, "seed": int, "test_error": float, "diverged": int}
+TRANSFER_COLUMNS = {"method": str, "n_train": int, "seed": int, "test_error": float, "unstable": int,
+                    "halvings": int}
 LogFn = Callable[[int, list[dict[str, float]]], None]
 
 
@@ -72,14 +85,15 @@ def patch_builder(spec: PositionalViTParams | MultiHeadViTParams | GLMParams, n_
 @dataclass(frozen=True)
 class Trained:
     """The members of an ensemble as separate models, before and after training, each one's metrics
-    before and after, and whether its loss turned non-finite (only where the recipe stops a diverged
-    member, `EnsembleRecipe.stop_diverged`; it stays where it was)."""
+    before and after, its halvings of the rates under the stability rule and whether it stayed unstable
+    (its loss non-finite at every rate tried; it stays where it stopped)."""
 
     initial: list[nn.Module]
     models: list[nn.Module]
     initial_metrics: list[dict[str, float]]
     metrics: list[dict[str, float]]
-    diverged: list[bool]
+    unstable: list[bool]
+    halvings: list[int]
 
 
 def stack(X: torch.Tensor, y: torch.Tensor, members: int, device: torch.device) -> Stacked:
@@ -117,9 +131,14 @@ def train_patch_models(build: Callable[[], nn.Module], seeds: Sequence[int], tra
                        test: tuple[torch.Tensor, torch.Tensor], sgd: EnsembleRecipe, device: torch.device, *,
                        sets: torch.Tensor | None = None, on_log: LogFn | None = None, log_every: int = 0,
                        progress: bool = True, desc: str = "train") -> Trained:
-    """Train one model per seed on the same data. With `sets`, each log and the final metrics carry
-    the patch association against them. `on_log(step, per-member metrics)`."""
-    ensemble = Ensemble([seeded(seed, build).to(device) for seed in seeds])
+    """Train one model per seed on the same data, under the stability rule when `sgd` stops a diverged member
+    (`train_stable`). With `sets`, each log and the final metrics carry the patch association against them.
+    `on_log(step, per-member metrics)`, of the recipe's training."""
+    seeds = list(seeds)
+
+    def member(i: int) -> nn.Module:
+        return seeded(seeds[i], build).to(device)
+
     X_test, y_test = test[0].to(device), test[1].to(device)
 
     def measure(trained: Ensemble) -> list[dict[str, float]]:
@@ -128,14 +147,21 @@ def train_patch_models(build: Callable[[], nn.Module], seeds: Sequence[int], tra
             metrics = [m | a for m, a in zip(metrics, attention_association(trained, X_test[0], sets))]
         return metrics
 
-    def members() -> list[nn.Module]:
+    def members(ensemble: Ensemble) -> list[nn.Module]:
         return [ensemble.member(i, build()).cpu() for i in range(len(seeds))]
 
-    initial, initial_metrics = members(), measure(ensemble)
+    start = Ensemble([member(i) for i in range(len(seeds))])
     log = (lambda step, trained: on_log(step, measure(trained))) if on_log else None
-    outcome = train_ensemble(ensemble, stack(*train, len(seeds), device), seeds, sgd, on_log=log,
-                             log_every=log_every, progress=progress, desc=desc)
-    return Trained(initial, members(), initial_metrics, measure(ensemble), outcome.diverged)
+    data = stack(*train, len(seeds), device)
+    if sgd.stop_diverged:
+        ensemble, outcome = train_stable(member, data, seeds, sgd, on_log=log, log_every=log_every,
+                                         progress=progress, desc=desc)
+    else:
+        ensemble = Ensemble([member(i) for i in range(len(seeds))])
+        outcome = train_ensemble(ensemble, data, seeds, sgd, on_log=log, log_every=log_every, progress=progress,
+                                 desc=desc)
+    return Trained(members(start), members(ensemble), measure(start), measure(ensemble), outcome.unstable,
+                   outcome.halvings)
 
 
 def full_batch(steps: int, lr: dict[str, float], log_every: int, lr_keys: dict[str, str],
@@ -143,6 +169,11 @@ def full_batch(steps: int, lr: dict[str, float], log_every: int, lr_keys: dict[s
     """Full-batch gradient descent (or Adam) on the logistic loss, run for all its steps."""
     return EnsembleRecipe(steps=steps, batch_size=None, lr=lr, eval_every=log_every, loss="logistic",
                      stop_at_zero_loss=False, lr_keys=lr_keys, optimizer=optimizer)
+
+
+def stable(recipe: EnsembleRecipe, stability: Stability) -> EnsembleRecipe:
+    """`recipe` under the stability rule: a diverged seed stops and trains again at half the rates (`train_stable`)."""
+    return replace(recipe, stop_diverged=True, max_halvings=stability.max_halvings)
 
 
 def positional_recipe(cfg: SpatialTrainParams, lr_mixing: float | None = None,
@@ -155,26 +186,26 @@ def glm_recipe(cfg: GLMParams, section: str) -> EnsembleRecipe:
     return full_batch(cfg.steps, {"readout": cfg.lr}, cfg.steps, {"readout": f"{section}.glm.lr"})
 
 
-def train_positional(spec: PositionalViTParams, cfg: SpatialTrainParams, train, test, sets: torch.Tensor,
-                     device: torch.device, on_log: LogFn | None = None, progress: bool = True,
+def train_positional(spec: PositionalViTParams, cfg: SpatialTrainParams, stability: Stability, train, test,
+                     sets: torch.Tensor, device: torch.device, on_log: LogFn | None = None, progress: bool = True,
                      data_label: str = "") -> Trained:
-    """The positional-attention ViT of score form `spec.score_form`, one per seed; an ablation form
-    trains at its own mixing rate. `data_label` names a second data setting in progress and errors.
-    A seed whose loss turns non-finite stops there and is reported in `Trained.diverged`, as in
-    `pos_dim_sweep` and `transfer`: the rates are tuned at the default sizes, other sizes of the
-    atlas diverge some seeds (issue 55), and the claims count such a seed as not learned."""
+    """The positional-attention ViT of score form `spec.score_form`, one per seed, under the stability rule;
+    an ablation form trains at its own mixing rate. `data_label` names a second data setting in progress and
+    errors. The rates are tuned at the default sizes, and other sizes of the atlas diverge some seeds
+    (issue 55): such a seed trains again at half the rates, and one unstable at every rate is left out of
+    the claims' units."""
     build = patch_builder(spec, train[0].shape[1], train[0].shape[2])
     sgd = positional_recipe(cfg)
     if spec.score_form != cfg.vit.score_form:
         index = cfg.ablation.index(spec.score_form)
         sgd = positional_recipe(cfg, cfg.ablation_lr_mixing[index], f"spatial.ablation_lr_mixing[{index}]")
-    return train_patch_models(build, range(cfg.seeds), train, test, replace(sgd, stop_diverged=True), device,
+    return train_patch_models(build, range(cfg.seeds), train, test, stable(sgd, stability), device,
                               sets=sets, on_log=on_log, log_every=cfg.log_every, progress=progress,
                               desc=f"positional ViT ({spec.score_form}{data_label})")
 
 
-def train_spatial(cfg: SpatialTrainParams, train, test, sets: torch.Tensor, device: torch.device, live: Any
-                  ) -> tuple[Trained, dict[str, Trained], Trained, list[History]]:
+def train_spatial(cfg: SpatialTrainParams, stability: Stability, train, test, sets: torch.Tensor,
+                  device: torch.device, live: Any) -> tuple[Trained, dict[str, Trained], Trained, list[History]]:
     """JSL-1, JSL-2: the positional-attention ViT over seeds, with every seed's test metrics and
     association in a History at each log step and their medians in DVCLive; each other score form as an
     ablation; and the linear model. Returns (ViT, ablation by form, linear model, histories)."""
@@ -186,8 +217,8 @@ def train_spatial(cfg: SpatialTrainParams, train, test, sets: torch.Tensor, devi
         log_step(live, step, {f"test/{name.removesuffix('_median')}": value
                               for name, value in summarize(per_seed).items() if name.endswith("_median")})
 
-    vit = train_positional(cfg.vit, cfg, train, test, sets, device, on_log=on_log)
-    ablation = {form: train_positional(replace(cfg.vit, score_form=form), cfg, train, test, sets, device)
+    vit = train_positional(cfg.vit, cfg, stability, train, test, sets, device, on_log=on_log)
+    ablation = {form: train_positional(replace(cfg.vit, score_form=form), cfg, stability, train, test, sets, device)
                 for form in cfg.ablation}
     glm = train_glm(cfg.glm, cfg.seeds, "spatial", train, test, device)
     return vit, ablation, glm, histories
@@ -201,14 +232,15 @@ def train_glm(cfg: GLMParams, seeds: int, section: str, train, test, device: tor
                               progress=progress, desc="linear model")
 
 
-def train_control(cfg: ControlParams, train, test, sets: torch.Tensor, device: torch.device,
+def train_control(cfg: ControlParams, stability: Stability, train, test, sets: torch.Tensor, device: torch.device,
                   progress: bool = True) -> Trained:
-    """The multi-head ViT on the negative control, one per seed; association against the teacher's sets."""
+    """The multi-head ViT on the negative control, one per seed, under the stability rule; association against
+    the teacher's sets."""
     build = patch_builder(cfg.vit, train[0].shape[1], train[0].shape[2])
     sgd = full_batch(cfg.steps, {"mixing": cfg.lr_mixing, "readout": cfg.lr_readout}, cfg.steps,
                      {"mixing": "control.lr_mixing", "readout": "control.lr_readout"}, cfg.optimizer)
-    return train_patch_models(build, range(cfg.seeds), train, test, sgd, device, sets=sets, progress=progress,
-                              desc=f"{cfg.vit.heads}-head ViT (control)")
+    return train_patch_models(build, range(cfg.seeds), train, test, stable(sgd, stability), device, sets=sets,
+                              progress=progress, desc=f"{cfg.vit.heads}-head ViT (control)")
 
 
 @torch.no_grad()
@@ -233,16 +265,20 @@ def downstream_data(cfg: TransferParams, data: SpatialDataParams, structure: dic
     return feature, (pool.X, pool.y), (test.X, test.y)
 
 
-def transfer_runs(pretrained: Sequence[nn.Module], pretraining_diverged: Sequence[bool],
-                  spec: PositionalViTParams, recipe: SpatialTrainParams, cfg: TransferParams,
+TransferRun = tuple[str, int, int, float, int, int]  # TRANSFER_COLUMNS' row
+
+
+def transfer_runs(pretrained: Sequence[nn.Module], pretraining_unstable: Sequence[bool],
+                  spec: PositionalViTParams, recipe: SpatialTrainParams, cfg: TransferParams, stability: Stability,
                   pool: tuple[torch.Tensor, torch.Tensor], test: tuple[torch.Tensor, torch.Tensor],
-                  device: torch.device, progress: bool = True) -> list[tuple[str, int, int, float, int]]:
-    """(method, n, seed, test error, diverged) for every downstream size n and seed: `finetune` keeps the
-    pre-trained positional attention of seed s frozen and learns a fresh readout; `scratch` trains
-    the whole model of seed s from a fresh initialisation. Seed s trains on the first n examples of
-    its own permutation of the pool. A run whose loss turns non-finite is kept, with a NaN error and
-    diverged = 1: it did not learn; so is every fine-tuning of a seed whose pre-training diverged
-    (`pretraining_diverged`): it has no learned attention to transfer."""
+                  device: torch.device, progress: bool = True) -> list[TransferRun]:
+    """(method, n, seed, test error, unstable, halvings) for every downstream size n and seed: `finetune` keeps
+    the pre-trained positional attention of seed s frozen and learns a fresh readout; `scratch` trains the
+    whole model of seed s from a fresh initialisation. Seed s trains on the first n examples of its own
+    permutation of the pool. Both arms follow the stability rule (`train_stable`): a run unstable at every
+    rate tried is kept, with a NaN error and unstable = 1, and left out of the claim's medians; so is every
+    fine-tuning of a seed whose pre-training was unstable (`pretraining_unstable`): it has no learned
+    attention to transfer."""
     n_patches, dim = pool[0].shape[1:]
     seeds = list(range(len(pretrained)))
     build = patch_builder(spec, n_patches, dim)
@@ -257,32 +293,37 @@ def transfer_runs(pretrained: Sequence[nn.Module], pretraining_diverged: Sequenc
         model.load_state_dict(attention | {"v": model.v.detach()})
         return model.to(device)
 
+    def scratch(seed: int) -> nn.Module:
+        return seeded(cfg.seed + seed, build).to(device)
+
     runs = []
     for n in tqdm(cfg.n_train, desc="transfer", disable=not progress):
         subsets = [(pool[0][order[:n]], pool[1][order[:n]].float()) for order in orders]
         data = Stacked.pad(subsets).to(device)
-        for method, ensemble, sgd in (
-                ("finetune", Ensemble([finetuned(s) for s in seeds]), finetune_sgd),
-                ("scratch", Ensemble([seeded(cfg.seed + s, build).to(device) for s in seeds]),
-                 positional_recipe(recipe))):
-            outcome = train_ensemble(ensemble, data, [cfg.seed + s for s in seeds],
-                                     replace(sgd, stop_diverged=True), progress=False)
+        for method, member, sgd in (("finetune", finetuned, finetune_sgd),
+                                    ("scratch", scratch, positional_recipe(recipe))):
+            ensemble, outcome = train_stable(member, data, [cfg.seed + s for s in seeds], stable(sgd, stability),
+                                             progress=False)
             for seed, metrics in zip(seeds, test_metrics(ensemble, X_test, y_test)):
-                diverged = outcome.diverged[seed] or (method == "finetune" and pretraining_diverged[seed])
-                runs.append((method, n, seed, math.nan if diverged else metrics["error_rate"], int(diverged)))
+                unstable = outcome.unstable[seed] or (method == "finetune" and pretraining_unstable[seed])
+                runs.append((method, n, seed, math.nan if unstable else metrics["error_rate"], int(unstable),
+                             outcome.halvings[seed]))
     return runs
 
 
-def samples_needed(runs: Sequence[tuple[str, int, int, float, int]], method: str, target: float) -> int:
-    """Smallest n from which on the median test error over seeds stays <= target (a diverged run counts
-    as error 1); -1: never in the grid."""
+def samples_needed(runs: Sequence[TransferRun], method: str, target: float) -> int:
+    """Smallest n from which on the median test error over the stable seeds stays <= target (an unstable run is
+    left out, neither learned nor not; a size with none stable measured nothing, and ends the count there);
+    -1: never in the grid."""
     by_n: dict[int, list[float]] = {}
-    for run_method, n, _, error, diverged in runs:
+    for run_method, n, _, error, unstable, _ in runs:
         if run_method == method:
-            by_n.setdefault(n, []).append(1.0 if diverged else error)
+            by_n.setdefault(n, [])
+            if not unstable:
+                by_n[n].append(error)
     needed = -1
     for n in sorted(by_n, reverse=True):
-        if statistics.median(by_n[n]) > target:
+        if not by_n[n] or statistics.median(by_n[n]) > target:
             break
         needed = n
     return needed
