@@ -39,7 +39,7 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("m", (7, 30))
+@pytest.mark.parametrize("m", (2, 7, 30))  # 2: the fewest a mean can be planned at, Student-t at 1 degree of freedom
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_each_drawn_run_is_the_methods_own_interval_on_that_run(case, m):
     c, statistics, samples, groups = CASES[case]
@@ -95,4 +95,5 @@ def test_a_counted_quantity_is_its_own_interval_and_has_no_runs():
         assert decide(c, value, interval, SETTINGS) == verdict
         assert METHODS[COUNTED].runs(c, measurement, {}, np.random.default_rng(0)) is None
     unmeasured = Measurement(lambda s: {"q": None}, {"settings": [{}]}, {"q": None}, SETTINGS, "counted")
-    assert METHODS[COUNTED].interval(c, unmeasured).ends == (None, None)
+    assert (METHODS[COUNTED].interval(c, unmeasured).ends, METHODS[COUNTED].interval(c, unmeasured).coverage) == \
+        ((None, None), None)
