@@ -442,6 +442,7 @@ def test_a_paired_directions_check_flags_seeds_skewed_enough_to_decide_falsely_b
     assert skewed_sign_flip_false_holds(0.4, 8, 0.95) <= ROBUST_FACTOR * TAIL < skewed_sign_flip_false_holds(2.8, 8, 0.95)
     skewed = check([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 10.0])
     assert skewed is not None and "skewness 2.8" in skewed and "at 8 seeds" in skewed
+    assert f"falsely decides about {skewed_sign_flip_false_holds(2.8, 8, 0.95):.0%} " in skewed
     assert check([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]) is None
 
 
