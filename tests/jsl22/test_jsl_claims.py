@@ -550,5 +550,5 @@ def test_jsl5_and_jsl6_read_only_the_runs_of_the_models_they_name(tmp_path):
     groups = {claim: {name.split("_natural")[0].split("_permuted")[0] for name in CLAIMS[claim].samples(tmp_path)}
               for claim in ("JSL-5", "JSL-6")}
     assert groups == {"JSL-5": {"vit", "cnn"}, "JSL-6": {"vit", "vit_positional"}}
-    with pytest.raises(ValueError, match=r"^train_real trains no model \['toy'\]"):
-        real_samples("vit", "toy")
+    with pytest.raises(ValueError, match=r"^train_real trains no model \['no_such_model'\]"):
+        real_samples("vit", "no_such_model")
