@@ -242,3 +242,15 @@ def test_a_planned_paired_test_beyond_sixteen_seeds_estimates_the_exact_p_values
             assert abs(p - q) <= 4 * math.sqrt(q * (1 - q) / PLAN_SIGN_FLIPS) + 1e-12
     assert all(abs(p * PLAN_SIGN_FLIPS - round(p * PLAN_SIGN_FLIPS)) < 1e-9 for pair in planned for p in pair)
     assert planned[0][0] <= 2 / PLAN_SIGN_FLIPS and planned[0][1] == 1.0
+
+
+@pytest.mark.parametrize("fewest_true", [3, 11, 37, 500])
+def test_the_search_finds_the_fewest_count_within_its_precision_and_never_below_its_start(fewest_true):
+    """A power that rises at a known count: the search returns a count that reaches it, within PLAN_PRECISION
+    of the fewest, never below `start` (the plan asks more seeds than the run has), None past `limit`."""
+    from vitheory.core.planning import PLAN_PRECISION, fewest
+
+    found = fewest(lambda m: m >= fewest_true, 2, 1000)
+    assert fewest_true <= found <= max(fewest_true + 1, math.floor(fewest_true * (1 + 2 * PLAN_PRECISION)))
+    assert fewest(lambda m: True, 11, 1000) == 11  # the start already reaches: the start itself, not below
+    assert fewest(lambda m: m >= fewest_true, 2, fewest_true - 1) is None
