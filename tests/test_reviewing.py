@@ -112,6 +112,13 @@ def test_a_recorded_run_is_read_back_as_data_and_a_plain_rewrite_leaves_it(tmp_p
     (timings / "report.jsonl").write_text(
         '{"finished": "2026-01-02T00:00:00+00:00", "seconds": 9.0, "stage": "report", "cores": 2}\n')
     assert reviewing.read_stage_times(tmp_path)[0]["seconds"] == 1.25  # the log moved on, the record did not
+    (timings / "generate.jsonl").write_text(
+        '{"finished": "2026-01-02T00:00:00+00:00", "seconds": 2.0, "stage": "generate", "cores": 2}\n')
+    reviewing.record_run(tmp_path)
+    (timings / "report.jsonl").unlink()  # a later partial rerun: the recorded run is kept whole
+    with pytest.raises(SystemExit, match=r"^error: .* logs no run of 1 stages the recorded run has \(report\)"):
+        reviewing.record_run(tmp_path)
+    assert [r["stage"] for r in reviewing.read_stage_times(tmp_path)] == ["generate", "report"]
     empty = tmp_path / "empty"
     with pytest.raises(SystemExit, match=r"^error: no stage run logged in .*: run the pipeline"):
         reviewing.record_run(empty)

@@ -383,6 +383,11 @@ def record_run(root: Path) -> None:
     records = logged_runs(root)
     if not records:
         raise SystemExit(f"error: no stage run logged in {TIMINGS}: run the pipeline on this machine first")
+    missing = sorted({r["stage"] for r in read_stage_times(root)} - {r["stage"] for r in records})
+    if missing:  # a partial rerun must not replace the committed run's record with less than it held
+        raise SystemExit(f"error: {TIMINGS} logs no run of {len(missing)} stages the recorded run has "
+                         f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): run the whole "
+                         f"pipeline first; {STAGE_TIMES} is unchanged")
     kept = ("stage", "seconds", "finished", "cores", "load")
     text = (root / STAGE_TIMES).read_text() if (root / STAGE_TIMES).is_file() else ""
     header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
