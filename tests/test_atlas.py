@@ -252,10 +252,10 @@ def test_the_table_reads_each_finished_experiment_of_head_from_its_commit(tmp_pa
     assert {(row["claim"], row["value"]) for row in rows} == {(r["id"], v) for r in claims for v in ("0.1", "0.2", "0.3")}
     assert where_lines(rows)["LI-3"][0] == f"`{KNOB}`: from 0.2"
     assert (tmp_path / "reports/atlas/atlas.png").is_file()
-    (tmp_path / "NOTES.md").write_text("docs only\n")  # a later commit has no experiments of its own
+    (tmp_path / "NOTES.md").write_text("docs only\n")  # a later commit has no experiments of its own...
     _git(tmp_path, "add", "NOTES.md")
     _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "docs only")
-    assert make_table(tmp_path) == [f"atlas-{KNOB}-0.1", f"atlas-{KNOB}-0.3"]
+    assert make_table(tmp_path) == []  # ... but the same run: the points' records stand for them
     assert make_table(tmp_path, rev=base[:7]) == []  # `table --rev`: the experiments of the commit they ran at
     assert read_atlas(tmp_path / "reports/atlas/atlas.csv") == rows
     _git(tmp_path, "reset", "-q", "--hard", base)
@@ -297,3 +297,72 @@ def test_the_table_reads_a_commits_grid_as_it_was_even_a_point_the_loader_now_re
     assert make_table(tmp_path) == ["atlas-images.train_fraction-0.25"]
     assert {row["knob"] for row in read_atlas(tmp_path / "reports/atlas/atlas.csv")} == {KNOB, "images.train_fraction"}
     assert main(["queue", "--dry"]) == 2
+
+
+def _atlas_repo(root, knobs, experiments):
+    """A repository with a run (HEAD) and its finished experiments, `experiments`: value -> claims."""
+    from dvc.repo import Repo
+
+    _git(root, "init", "-q")
+    Repo.init(str(root))
+    params = _raw({KNOB: knobs})
+    committed = json.loads((ROOT / "reports/claims.json").read_text())["claims"]
+    base = _commit(root, params, committed, "the run")
+    for value, claims in experiments.items():
+        _experiment(root, base, with_value(params, KNOB, value), claims, f"atlas-{KNOB}-{value}")
+    return committed
+
+
+def test_a_clone_without_the_experiments_remakes_the_committed_atlas_from_its_records(tmp_path, monkeypatch):
+    """Issue 65: the table and the points' records committed, a clone (no experiment refs) remakes the table and
+    figure byte for byte from the records, verify's re-derivation agrees, and catches an edited number."""
+    from vitheory.atlas import make_table, rederive
+
+    made = tmp_path / "made"
+    made.mkdir()
+    committed = _atlas_repo(made, [0.1, 0.2, 0.3], {})
+    flipped = [dict(record, verdict=FAILS) if record["id"] == "LI-3" else record for record in committed]
+    base = _git(made, "rev-parse", "HEAD")
+    _experiment(made, base, with_value(_raw({KNOB: [0.1, 0.2, 0.3]}), KNOB, 0.1), flipped, f"atlas-{KNOB}-0.1")
+    _experiment(made, base, with_value(_raw({KNOB: [0.1, 0.2, 0.3]}), KNOB, 0.3), committed, f"atlas-{KNOB}-0.3")
+    monkeypatch.chdir(made)
+    assert make_table(made) == []
+    assert sorted(path.name for path in (made / "reports/atlas/points").iterdir()) == [
+        f"atlas-{KNOB}-0.1.json", f"atlas-{KNOB}-0.3.json"]
+    _git(made, "add", "-A")
+    _git(made, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "the atlas")
+    clone = tmp_path / "clone"
+    _git(tmp_path, "clone", "-q", str(made), str(clone))
+    assert not _git(clone, "for-each-ref", "refs/exps")
+    before = {name: (clone / "reports/atlas" / name).read_bytes() for name in ("atlas.csv", "atlas.png")}
+    monkeypatch.chdir(clone)
+    assert make_table(clone) == []
+    assert {name: (clone / "reports/atlas" / name).read_bytes() for name in before} == before
+    assert rederive(clone) == ([], None)
+    table = clone / "reports/atlas/atlas.csv"
+    table.write_text(table.read_text().replace(",holds,holds,", ",fails,holds,", 1))
+    problems, _ = rederive(clone)
+    assert len(problems) == 1 and "differs from the table its records" in problems[0].text
+
+
+def test_the_table_never_measures_fewer_points_than_the_workspaces_without_being_told(tmp_path, monkeypatch):
+    """A point with neither an experiment here nor a record of this run is refused, not cut from the table (a
+    record of another default run does not stand for it); --fewer cuts it."""
+    from vitheory.atlas import main, make_table, rederive
+
+    committed = _atlas_repo(tmp_path, [0.1, 0.2, 0.3], {})
+    base = _git(tmp_path, "rev-parse", "HEAD")
+    _experiment(tmp_path, base, with_value(_raw({KNOB: [0.1, 0.2, 0.3]}), KNOB, 0.1), committed, f"atlas-{KNOB}-0.1")
+    monkeypatch.chdir(tmp_path)
+    assert make_table(tmp_path) == [f"atlas-{KNOB}-0.3"]
+    table = (tmp_path / "reports/atlas/atlas.csv").read_bytes()
+    record = tmp_path / f"reports/atlas/points/atlas-{KNOB}-0.1.json"
+    record.write_text(record.read_text().replace('"default_run": "', '"default_run": "another run '))
+    _git(tmp_path, "update-ref", "-d", f"refs/exps/{base[:2]}/{base[2:]}/atlas-{KNOB}-0.1")
+    with pytest.raises(ArtifactError, match="has 1 measured points, this table would have 0 .* pass --fewer"):
+        make_table(tmp_path)
+    assert (tmp_path / "reports/atlas/atlas.csv").read_bytes() == table
+    assert main(["table"]) == 2
+    assert rederive(tmp_path)[1].startswith("1 of its 1 points have no record of this run's claims")
+    assert main(["table", "--fewer"]) == 0
+    assert {row["value"] for row in read_atlas(tmp_path / "reports/atlas/atlas.csv")} == {"0.2"}

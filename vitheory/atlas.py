@@ -21,11 +21,21 @@ again (`queue` does), and checks that each experiment ran at its point's value. 
 experiment of HEAD (its run stopped on an error: a training that diverged) is a point not measured, each
 claim's row there carrying the run's first error line from the queue's log (DVC's `celery_queue`); `queue`
 queues it again.
+
+Experiments live in one machine's git refs and run-cache; the table does not. Each finished point's record
+(its claims.json records, its params, its experiment's commit and a digest of the default run's claims.json)
+is written to `reports/atlas/points/<name>.json` and committed with the table, so that a clone re-derives
+the table from git alone (`verify` does) and a point whose experiment is not here is read from its record.
+A record counts only for the default run it was measured against (the same claims.json). `table` refuses to
+write a table with fewer measured points than the one in the workspace unless given `--fewer`.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import hashlib
+import io
 import json
 import shlex
 import subprocess
@@ -42,13 +52,14 @@ import yaml
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
-from vitheory.core.artifacts import write_table
+from vitheory.core.artifacts import read_json, write_json, write_table
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, labelled_checks
 from vitheory.core.config import read_params_file
 from vitheory.core.errors import ArtifactError, ParamsError, VitheoryError
 from vitheory.core.figures import save_png, set_theme
 from vitheory.core.paths import artifact
-from vitheory.grid import COLUMNS, NOT_MEASURED, Point, knob_value, points, value_text
+from vitheory.core.rederive import Problem
+from vitheory.grid import COLUMNS, NOT_MEASURED, Point, knob_value, points, read_atlas, value_text
 from vitheory.params import DEFAULT_PATH, parse_params
 from vitheory.params import grid_points as checked_points
 from vitheory.report import power_line
@@ -137,19 +148,48 @@ def atlas_rows(default: Sequence[Mapping[str, Any]], default_params: Mapping[str
     return rows
 
 
-def read_points(root: Path, grid_points: Sequence[Point], done: Mapping[str, str]) -> dict[Point, list[Any]]:
-    """Each finished point's claims.json records, after checking that it ran at its value."""
+def run_digest(claims_text: str) -> str:
+    """The default run a point was measured against: its claims.json, by content."""
+    return hashlib.sha256(claims_text.encode()).hexdigest()
+
+
+def read_points(root: Path, grid_points: Sequence[Point], done: Mapping[str, str],
+                default_run: str) -> dict[Point, list[Any]]:
+    """Each finished experiment's claims.json records, after checking that it ran at its value; each one's
+    record is written to reports/atlas/points/ for the clone."""
     found = {}
     for point in grid_points:
         if point.name not in done:
             continue
         rev = done[point.name]
-        ran_at = knob_value(yaml.safe_load(git_file(root, rev, DEFAULT_PATH)), point.knob)
+        ran_with = yaml.safe_load(git_file(root, rev, DEFAULT_PATH))
+        ran_at = knob_value(ran_with, point.knob)
         if ran_at != point.value:
             raise ParamsError(f"experiment {point.name} ran with {point.knob} = {ran_at!r}, not {point.value!r}: "
                               f"`dvc exp remove {point.name}` and queue it again")
         found[point] = json.loads(git_file(root, rev, artifact("claims")))["claims"]
+        write_json(root / artifact("atlas_points") / f"{point.name}.json",
+                   {"point": point.name, "knob": point.knob, "value": point.value, "experiment": rev,
+                    "default_run": default_run, "params": ran_with, "claims": found[point]})
     return found
+
+
+def recorded_points(root: Path, grid_points: Sequence[Point], default_run: str) -> dict[Point, list[Any]]:
+    """The committed records of `grid_points` measured against `default_run` (others are of another run)."""
+    found = {}
+    for point in grid_points:
+        path = root / artifact("atlas_points") / f"{point.name}.json"
+        if path.is_file():
+            record = read_json(path)
+            if record.get("default_run") == default_run and record.get("value") == point.value:
+                found[point] = record["claims"]
+    return found
+
+
+def measured_points(rows: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:
+    """The (knob, value) of every point of a table that has verdicts, the default left out."""
+    return {(row["knob"], row["value"]) for row in rows
+            if row["default"] == "false" and row["claim_verdict"] != NOT_MEASURED}
 
 
 def atlas_figure(rows: Sequence[Sequence[Any]]) -> plt.Figure:
@@ -181,24 +221,65 @@ def atlas_figure(rows: Sequence[Sequence[Any]]) -> plt.Figure:
     return fig
 
 
-def make_table(root: Path, rev: str = "HEAD") -> list[str]:
-    """reports/atlas/atlas.csv and atlas.png from commit `rev`'s run and its finished experiments; returns
-    the names of the grid's points that have not run yet."""
+def make_table(root: Path, rev: str = "HEAD", fewer: bool = False) -> list[str]:
+    """reports/atlas/atlas.csv and atlas.png from commit `rev`'s run and its finished experiments, or their
+    committed records where the experiments are not here; returns the names of the grid's points that have
+    not run yet. Refuses (ArtifactError) to measure fewer points than the table in the workspace unless
+    `fewer`."""
     raw = yaml.safe_load(git_file(root, rev, DEFAULT_PATH))
     params = parse_params(raw)
     # the grid as `rev` had it, its points not checked again: one that today's loader refuses may have run at
     # `rev`, or failed there (a failed point is shown, with its error)
     grid_points = points(params.atlas, raw)
+    default_text = git_file(root, rev, artifact("claims"))
+    default_run = run_digest(default_text)
     done, failures = experiments(root, rev)
-    found = read_points(root, grid_points, done)
-    default = json.loads(git_file(root, rev, artifact("claims")))["claims"]
+    found = read_points(root, grid_points, done, default_run)
+    found |= recorded_points(root, [point for point in grid_points if point not in found], default_run)
+    found = {point: found[point] for point in grid_points if point in found}  # the grid's order
     failed_points = {point: failures[point.name] for point in grid_points
                      if point not in found and point.name in failures}
-    rows = atlas_rows(default, raw, list(params.atlas.knobs), found, failed_points)
-    write_table(root / artifact("atlas_table"), COLUMNS, rows)
+    rows = atlas_rows(json.loads(default_text)["claims"], raw, list(params.atlas.knobs), found, failed_points)
+    table = root / artifact("atlas_table")
+    if table.is_file() and not fewer:
+        before = measured_points(read_atlas(table))
+        after = measured_points([dict(zip(COLUMNS, map(str, row))) for row in rows])
+        if len(after) < len(before):
+            raise ArtifactError(f"{artifact('atlas_table')} has {len(before)} measured points, this table would have "
+                                f"{len(after)} (no experiment or record of this run for "
+                                f"{len(before - after)} of them): `dvc exp pull` them, or pass --fewer to cut it")
+    write_table(table, COLUMNS, rows)
     set_theme(params.render.context)
     save_png(atlas_figure(rows), root / artifact("atlas_figure"), params.render.dpi)
     return [point.name for point in grid_points if point not in found and point not in failed_points]
+
+
+def rederive(root: Path) -> tuple[list[Problem], str | None]:
+    """verify's check of the committed atlas: its table again from reports/claims.json and the committed
+    records, compared line by line. (problems, None) when re-derived; ([], why) when it cannot be: no atlas
+    made, or points of it without a record of this run (an atlas made before records were kept)."""
+    table = root / artifact("atlas_table")
+    rows = read_atlas(table) if table.is_file() else []
+    if not rows:
+        return [], "no atlas made"
+    raw = read_params_file(root / DEFAULT_PATH)
+    params = parse_params(raw)
+    default_text = (root / artifact("claims")).read_text()
+    found = recorded_points(root, points(params.atlas, raw), run_digest(default_text))
+    unrecorded = measured_points(rows) - {(point.knob, value_text(point.value)) for point in found}
+    if unrecorded:
+        return [], (f"{len(unrecorded)} of its {len(measured_points(rows))} points have no record of this run's "
+                    f"claims in {artifact('atlas_points')}/ (made before records were kept, or on another run)")
+    failures = {(row["knob"], row["value"]): row["failure"] for row in rows if row["claim_verdict"] == NOT_MEASURED}
+    failed = {point: failures[point.knob, value_text(point.value)] for point in points(params.atlas, raw)
+              if point not in found and (point.knob, value_text(point.value)) in failures}
+    again = atlas_rows(json.loads(default_text)["claims"], raw, list(params.atlas.knobs), found, failed)
+    text = io.StringIO()
+    csv.writer(text, lineterminator="\n").writerows([COLUMNS, *again])  # as write_table writes it
+    if text.getvalue() == table.read_text():
+        return [], None
+    return [Problem(artifact("atlas_table"), f"{artifact('atlas_table')} differs from the table its records and "
+                    f"{artifact('claims')} make: remake it with `python -m vitheory.atlas table`")], None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -209,11 +290,13 @@ def main(argv: list[str] | None = None) -> int:
     table = commands.add_parser("table", help="the atlas table and figure from HEAD's run and its experiments")
     table.add_argument("--rev", default="HEAD", help="the commit whose run and experiments to read (default HEAD): "
                        "experiments belong to the commit they were queued from")
+    table.add_argument("--fewer", action="store_true",
+                       help="write the table even if it measures fewer points than the one in the workspace")
     args = parser.parse_args(argv)
     root = Path.cwd()
     try:
         if args.command == "table":
-            missing = make_table(root, args.rev)
+            missing = make_table(root, args.rev, args.fewer)
             print(f"{artifact('atlas_table')}, {artifact('atlas_figure')} written"
                   + (f"; not run yet: {', '.join(missing)}" if missing else "; every point of the grid ran"))
             return 0

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vitheory import atlas
 from vitheory.core.artifacts import read_json
 from vitheory.core.claims import HOLDS, evaluate
 from vitheory.core.errors import ArtifactError, VitheoryError
@@ -81,12 +82,18 @@ class LockState:
 
 def lock_state(root: Path) -> LockState:
     """`dvc status` of every stage, sorted into what is absent and what differs."""
-    from dvc.repo import Repo  # imported here: DVC is slow to import and only this check needs it
+    from dvc.lock import LockError  # imported here: DVC is slow to import and only this check needs it
+    from dvc.repo import Repo
 
     repo = Repo(str(root))
     cached = {Path(out.def_path) for stage in repo.index.stages for out in stage.outs if out.use_cache}
     state = LockState()
-    for stage, changes in repo.status().items():
+    try:
+        status = repo.status()
+    except LockError:
+        raise ArtifactError("DVC is running a stage in this workspace (its lock is held): verify once it is "
+                            "done, or in a clone") from None
+    for stage, changes in status.items():
         differing, absent = [], []
         for change in changes:
             for kind, path, word in _entries(change):
@@ -193,6 +200,7 @@ class Verification:
     problems: list[Problem]
     lock: LockState
     skipped: list[str]
+    notes: list[str] = field(default_factory=list)  # what was not checked, and why (not a problem)
 
 
 def verify(root: Path = Path(".")) -> Verification:
@@ -222,6 +230,14 @@ def verify(root: Path = Path(".")) -> Verification:
         stored = {c["id"]: c for c in read_json(root / artifact("claims"))["claims"]}
     except VitheoryError as err:
         return Verification([], [*problems, error_problem(err)], state, skipped)
+    notes = []
+    try:
+        atlas_problems, not_rederived = atlas.rederive(root)
+    except VitheoryError as err:
+        atlas_problems, not_rederived = [error_problem(err)], None
+    problems += atlas_problems
+    if not_rederived:
+        notes.append(f"the atlas ({artifact('atlas_table')}) not re-derived: {not_rederived}")
     checked = []
     for paper in PAPERS:
         for claim in paper.claims:
@@ -239,7 +255,7 @@ def verify(root: Path = Path(".")) -> Verification:
             if not agrees:
                 problems += changed_numbers(record, stored.get(claim.id, {}))
             checked.append(ClaimCheck(claim.id, record, agrees))
-    return Verification(checked, problems, state, skipped)
+    return Verification(checked, problems, state, skipped, notes)
 
 
 def changed_numbers(record: dict[str, Any], stored: dict[str, Any]) -> list[Problem]:
@@ -317,7 +333,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="exit 1 when everything is consistent but some claim does not hold or is inconclusive")
     args = parser.parse_args(argv)
     root = Path(".")
-    found = verify(root)
+    try:
+        found = verify(root)
+    except VitheoryError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return INCONSISTENT
     problems, state, skipped = found.problems, found.lock, found.skipped
     if args.against:
         try:
@@ -334,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 problems += disagreements(row.record, other[row.claim], args.against)
     print(_table(found.claims))
+    for note in found.notes:
+        print(textwrap.fill(note, WIDTH, subsequent_indent="  "))
     for problem in problems:
         print(f"problem: {problem.text}")
     if problems:
