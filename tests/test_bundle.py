@@ -126,7 +126,7 @@ def test_without_dvc_each_command_is_one_line(clone, packed, monkeypatch, capsys
 
 
 def test_a_full_disk_is_one_line(clone, packed, monkeypatch, capsys):
-    def full(tar, folder):
+    def full(tar, folder, accept):
         raise OSError(errno.ENOSPC, "No space left on device", str(folder))
 
     monkeypatch.setattr(bundle, "unpack", full)
@@ -176,3 +176,19 @@ def test_make_use_pull_restores_every_output_in_a_fresh_clone(built, clone, monk
     assert not _run(["git", "status", "--porcelain", "--untracked-files=no"], clone).stdout  # .dvc/config untouched
     tar.unlink()
     checksum_path(tar).unlink()
+
+
+def test_a_bundle_of_another_run_is_refused_and_the_one_unpacked_before_stays(clone, tmp_path, monkeypatch, capsys):
+    """Issue 65: a well-formed bundle that lacks the outputs this clone's dvc.lock names (another commit's run) is
+    refused at `use`, not 37 lines into `dvc pull`; a bundle unpacked before is left as it was."""
+    earlier = clone / UNPACKED / "files/md5/aa/kept"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text("an earlier bundle's file")
+    tar = tmp_path / "other.tar"
+    pack(_folder(tmp_path / "other", NAMES), tar)
+    code, _, err = _main(clone, monkeypatch, capsys, "use", str(tar))
+    commit = _run(["git", "rev-parse", "--short=12", "HEAD"], clone).stdout.strip()
+    assert code == 2 and "\n" not in err, err
+    assert err.startswith(f"error: {tar}: not the run this clone's dvc.lock names (it lacks 2 of the run's outputs")
+    assert err.endswith(f"use the bundle made at commit {commit} (`vitheory-run-{commit}.tar`)")
+    assert earlier.read_text() == "an earlier bundle's file"

@@ -69,7 +69,15 @@ def _main(repo, monkeypatch, capsys, *args):
     monkeypatch.setattr(verify, "PAPERS", ())
     monkeypatch.setattr(verify, "PACKAGES", (SimpleNamespace(checks=(_reads_data,)),))
     code = verify.main(list(args))
-    return code, capsys.readouterr().out.splitlines()
+    printed = capsys.readouterr().out.splitlines()
+    assert all(len(line) <= verify.WIDTH for line in printed), max(printed, key=len)
+    lines = []  # each said line whole again: a continuation is indented
+    for line in printed:
+        if line.startswith("  ") and lines:
+            lines[-1] += " " + line.strip()
+        else:
+            lines.append(line)
+    return code, lines
 
 
 def test_a_built_consistent_repository_exits_0(built, monkeypatch, capsys):

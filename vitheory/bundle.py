@@ -11,7 +11,8 @@ line beside it. It refuses when dvc.lock differs from the commit (the bundle wou
 run's) and when the cache here lacks any file of the run. `use` checks the tar against its `.sha256`
 before anything else, unpacks it into `.vitheory/bundle/` (git-ignored) and makes that folder DVC's
 default remote in `.dvc/config.local` (`dvc remote add --local -d`), so the committed `.dvc/config` stays
-as it is. Every failure (a full disk too) is one `error:` line naming the file and what to do, exit code 2.
+as it is; it refuses a bundle that lacks an output this clone's dvc.lock names (another commit's run) before
+replacing what was unpacked before. Every failure (a full disk too) is one `error:` line naming the file and what to do, exit code 2.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -143,9 +145,17 @@ def check(tar: Path) -> None:
                             "bundle; fetch both again")
 
 
-def unpack(tar: Path, folder: Path) -> int:
-    """Unpack a checked bundle into `folder` (replacing it; nothing is left of a tar that fails half-way);
-    the number of files."""
+def run_outputs(root: Path) -> list[Any]:
+    """The DVC-cached outputs that dvc.lock names here."""
+    from dvc.repo import Repo  # imported here: DVC is slow to import
+
+    with Repo(str(root)) as repo:
+        return [out for stage in repo.index.stages for out in stage.outs if out.use_cache]
+
+
+def unpack(tar: Path, folder: Path, accept: Callable[[Path], None] = lambda files: None) -> int:
+    """Unpack a checked bundle into `folder` (replacing it only once `accept` took the unpacked files; nothing
+    is left of a tar that fails half-way); the number of files."""
     try:
         with tarfile.open(tar, "r:") as archive, atomic_path(folder) as tmp:  # uncompressed, as `make` packs it
             members = archive.getmembers()
@@ -155,6 +165,7 @@ def unpack(tar: Path, folder: Path) -> int:
                                     "`python -m vitheory.bundle make`")
             tmp.mkdir()
             archive.extractall(tmp, filter="data")
+            accept(tmp / CACHE_FILES)
     except (tarfile.TarError, EOFError) as err:
         raise VitheoryError(f"{tar}: not a readable tar ({err}); make it again with "
                             "`python -m vitheory.bundle make`") from None
@@ -182,7 +193,16 @@ def use(root: Path, tar: Path) -> str:
     require_dvc()
     check(tar)
     folder = (root / UNPACKED).resolve()
-    count = unpack(tar, folder)
+    outs = run_outputs(root)
+
+    def of_this_run(files: Path) -> None:
+        lacking = _lacking(files, outs)
+        if lacking:
+            commit = _run(["git", "rev-parse", "--short=12", "HEAD"], root).strip()
+            raise VitheoryError(f"{tar}: not the run this clone's dvc.lock names (it lacks {lacking}); use the "
+                                f"bundle made at commit {commit} (`vitheory-run-{commit}.tar`)")
+
+    count = unpack(tar, folder, of_this_run)
     _run([sys.executable, "-m", "dvc", "remote", "add", "--local", "-d", "-f", REMOTE, str(folder)], root)
     return f"{UNPACKED}/: {count} files, DVC's default remote `{REMOTE}` (.dvc/config.local); now: `{NEXT_STEP}`"
 

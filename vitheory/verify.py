@@ -325,6 +325,11 @@ def disagreements(record: dict[str, Any], other: dict[str, Any], revision: str) 
     return [Problem(artifact("claims"), text) for text in found]
 
 
+def say(line: str) -> None:
+    """One of verify's lines, wrapped at WIDTH columns, its continuation indented."""
+    print(textwrap.fill(line, WIDTH, subsequent_indent="  ", break_on_hyphens=False))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vitheory.verify", description=__doc__.split("\n\n")[0],
                                      epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -355,32 +360,32 @@ def main(argv: list[str] | None = None) -> int:
                 problems += disagreements(row.record, other[row.claim], args.against)
     print(_table(found.claims))
     for note in found.notes:
-        print(textwrap.fill(note, WIDTH, subsequent_indent="  "))
+        say(note)
     for problem in problems:
-        print(f"problem: {problem.text}")
+        say(f"problem: {problem.text}")
     if problems:
         if state.unbuilt:
-            print(not_built_line(root, state, skipped))
-        print(f"inconsistent: {len(problems)} problems (exit code {INCONSISTENT})")
+            say(not_built_line(root, state, skipped))
+        say(f"inconsistent: {len(problems)} problems (exit code {INCONSISTENT})")
         return INCONSISTENT
     if args.against and state.unbuilt:  # the claims were re-evaluated from the committed tables: no rerun
-        print(f"nothing built to compare with {args.against}: the claims here come from the tables git holds")
-        print(not_built_line(root, state, skipped))
+        say(f"nothing built to compare with {args.against}: the claims here come from the tables git holds")
+        say(not_built_line(root, state, skipped))
         return NOT_BUILT
     if args.against:
-        print(f"verified; every verdict and number agrees with {args.against} within its tolerance")
+        say(f"verified; every verdict and number agrees with {args.against} within its tolerance")
     if state.unbuilt:
-        print(f"consistent: what git holds; the {len(found.claims)} claims, re-evaluated from reports/, agree with "
-              f"{artifact('claims')}")
-        print(not_built_line(root, state, skipped))
+        say(f"consistent: what git holds; the {len(found.claims)} claims, re-evaluated from reports/, agree with "
+            f"{artifact('claims')}")
+        say(not_built_line(root, state, skipped))
         return NOT_BUILT
     if args.against:
         return CONSISTENT
     failed = [f"{row.claim} ({row.record['verdict']})" for row in found.claims if row.record["verdict"] != HOLDS]
     if failed:
-        print(f"verified: consistent; claims that do not hold or are inconclusive: {', '.join(failed)}")
+        say(f"verified: consistent; claims that do not hold or are inconclusive: {', '.join(failed)}")
         return STRICT_FAILED if args.strict else CONSISTENT
-    print("verified: consistent; every claim holds")
+    say("verified: consistent; every claim holds")
     return CONSISTENT
 
 
