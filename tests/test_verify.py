@@ -156,10 +156,28 @@ def test_the_table_and_a_rerun_comparison_take_each_quantity_from_its_check_not_
     record = {"id": "T-1", "verdict": "holds", "measured": {"gain": 0.2}, "criteria": {"> 0, measured as gain": check},
               "conditions": {}}
     other = {**record, "measured": {"gain": 5.0}}
-    assert verify.disagreements(record, other, "main") == [
-        Problem(artifact("claims"), "T-1: gain = 0.2 here, 5 at main: differs by 4.8, beyond the tolerance 0.1")]
-    assert verify.disagreements(record, record, "main") == []
+    assert verify.disagreements(record, other, "main") == ([
+        Problem(artifact("claims"), "T-1: gain = 0.2 here, 5 at main: differs by 4.8, beyond the tolerance 0.1")], [])
+    assert verify.disagreements(record, record, "main") == ([], [])
     assert "gain = 0.2 [0.1, 0.3] (> 0)" in verify._table([ClaimCheck("T-1", record, agrees=True)])
+
+
+def test_a_verdict_that_flips_with_its_numbers_within_their_intervals_is_a_move_not_an_inconsistency():
+    """Issue 65: a rerun elsewhere whose interval crosses the threshold where the committed one did not moved;
+    the same flip with a number beyond its tolerance is a problem, both said."""
+    check = {"quantity": "gain", "threshold": "> 0", "interval": [0.01, 0.21], "verdict": "holds"}
+    here = {"id": "T-1", "verdict": "holds", "measured": {"gain": 0.11}, "criteria": {"gain > 0": check},
+            "conditions": {}}
+    there = {**here, "verdict": "inconclusive", "measured": {"gain": 0.05},
+             "criteria": {"gain > 0": {**check, "interval": [-0.05, 0.15], "verdict": "inconclusive"}}}
+    assert verify.disagreements(here, there, "main") == ([], [
+        "moved: T-1: holds here, inconclusive at main, every deciding number within its tolerance (a move within "
+        "the intervals, not an inconsistency)"])
+    far = {**there, "measured": {"gain": -0.5}}
+    problems, moves = verify.disagreements(here, far, "main")
+    assert moves == [] and [p.text for p in problems] == [
+        "T-1: holds here, inconclusive at main",
+        "T-1: gain = 0.11 here, -0.5 at main: differs by 0.61, beyond the tolerance 0.1"]
 
 
 def test_against_a_revision_in_an_unbuilt_clone_is_not_built_and_never_verified(clone, monkeypatch, capsys):

@@ -25,11 +25,13 @@ consistent, DVC's outputs are absent); with `--strict`, 1 when everything matche
 not hold or is inconclusive.
 
 With `--against REV` (a rerun on another machine, say, against the committed results), it also
-compares every claim with `reports/claims.json` as committed at the git revision REV: the verdicts
-must be the same, and each criterion's number must agree within its tolerance, the larger
-half-width of the two runs' intervals (the spread over seeds that each run measured; a number with
-no spread must agree to 1e-9 relative). Exit code 0: consistent and in agreement; 2: otherwise,
-each disagreement a `problem:` line.
+compares every claim with `reports/claims.json` as committed at the git revision REV: each criterion's
+number must agree within its tolerance, the larger half-width of the two runs' intervals (the spread over
+seeds that each run measured; a number with no spread must agree to 1e-9 relative). A verdict that differs
+while every number agrees so is a move (its interval crosses the threshold on one run and not on the
+other: REPORT lists the criteria a change of machine can flip), said on a `moved:` line; a verdict that
+differs with a number beyond its tolerance is a problem. Exit code 0: consistent and in agreement, moves
+included; 2: otherwise, each disagreement a `problem:` line.
 """
 
 from __future__ import annotations
@@ -305,12 +307,12 @@ def _half_width(check: dict[str, Any]) -> float:
     return 0.0 if low is None else (high - low) / 2
 
 
-def disagreements(record: dict[str, Any], other: dict[str, Any], revision: str) -> list[Problem]:
-    """Where a claim's record differs from the one at `revision`: its verdict, or a criterion's number
-    beyond the tolerance (the larger half-width of the two intervals)."""
+def disagreements(record: dict[str, Any], other: dict[str, Any], revision: str) -> tuple[list[Problem], list[str]]:
+    """Where a claim's record differs from the one at `revision`: (problems, moves). A criterion's number
+    beyond the tolerance (the larger half-width of the two intervals) is a problem, and so is a changed
+    verdict with one; a changed verdict whose every number agrees within its tolerance is a move: the same
+    measurement, its spread across the threshold on one run and not on the other (a rerun elsewhere)."""
     found: list[str] = []
-    if record["verdict"] != other["verdict"]:
-        found.append(f"{record['id']}: {record['verdict']} here, {other['verdict']} at {revision}")
     for criterion, check in record["criteria"].items():
         quantity = check["quantity"]
         here, there = record["measured"][quantity], other["measured"].get(quantity)
@@ -322,7 +324,13 @@ def disagreements(record: dict[str, Any], other: dict[str, Any], revision: str) 
         if not math.isclose(here, there, rel_tol=1e-9, abs_tol=tolerance):
             found.append(f"{record['id']}: {quantity} = {fmt(here)} here, {fmt(there)} at {revision}: differs by "
                          f"{fmt(abs(here - there))}, beyond the tolerance {fmt(tolerance)}")
-    return [Problem(artifact("claims"), text) for text in found]
+    flipped = f"{record['id']}: {record['verdict']} here, {other['verdict']} at {revision}"
+    if record["verdict"] == other["verdict"]:
+        return [Problem(artifact("claims"), text) for text in found], []
+    if found:
+        return [Problem(artifact("claims"), text) for text in [flipped, *found]], []
+    return [], [f"moved: {flipped}, every deciding number within its tolerance (a move within the intervals, "
+                "not an inconsistency)"]
 
 
 def say(line: str) -> None:
@@ -357,7 +365,9 @@ def main(argv: list[str] | None = None) -> int:
                 problems.append(Problem(artifact("claims"), f"{row.claim}: the claims at {args.against} have no verdicts "
                                         "and intervals (an older format); compare with a revision that has them"))
             else:
-                problems += disagreements(row.record, other[row.claim], args.against)
+                differing, moved = disagreements(row.record, other[row.claim], args.against)
+                problems += differing
+                found.notes += moved
     print(_table(found.claims))
     for note in found.notes:
         say(note)
@@ -373,7 +383,9 @@ def main(argv: list[str] | None = None) -> int:
         say(not_built_line(root, state, skipped))
         return NOT_BUILT
     if args.against:
-        say(f"verified; every verdict and number agrees with {args.against} within its tolerance")
+        moves = sum(note.startswith("moved: ") for note in found.notes)
+        say(f"verified; every number agrees with {args.against} within its tolerance"
+            + (f", {moves} verdicts moved within their intervals" if moves else ", and every verdict"))
     if state.unbuilt:
         say(f"consistent: what git holds; the {len(found.claims)} claims, re-evaluated from reports/, agree with "
             f"{artifact('claims')}")
