@@ -1,4 +1,4 @@
-"""[PK22] claims PK-1 to PK-9: statements, the numbers that measure them, thresholds and regimes."""
+"""[PK22] claims PK-1 to PK-11: statements, the numbers that measure them, thresholds and regimes."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from vitheory.core.artifacts import read_table
+from vitheory.core.artifacts import read_json, read_table
 from vitheory.core.claims import REAL, Claim, Criterion, Paper, Variant
 from vitheory.core.figures import figure_path
-from vitheory.core.intervals import MEAN, PAIRED, Measured, Samples
+from vitheory.core.intervals import MEAN, PAIRED, SETTINGS_GROUP, Measured, Samples
 from vitheory.core.paths import artifact
 from vitheory.core.units import Row, grouped_units, split
 from vitheory.images.params import dataset_named
-from vitheory.pk22 import feature_maps, figures, hessian, lesion, noise, trainings
+from vitheory.pk22 import feature_maps, figures, frequency, hessian, landscape, lesion, noise, trainings
 from vitheory.pk22.feature_maps import block_changes
 from vitheory.pk22.tables import density_units, table_path
 
@@ -336,6 +336,183 @@ def _pk9_statistics(samples: Samples) -> Measured:
     return measured
 
 
+def _pk10_regime(params: Any) -> str:
+    cfg, real = params.pk_landscape, params.real
+    return (f"train_real's natural-image ViT and CNN and pk_train's AlterNet (all the data), {real.seeds} seeds each, "
+            f"dataset {dataset_named(params.images)}. One batch of {cfg.n_images} training images, shifted once by up "
+            f"to {real.shift} px as in training, at every point; the loss NLL + {real.weight_decay} x (sum over "
+            f"parameters of ||p||), the official plot's. Directions as the official code draws them (normalised "
+            f"over dim 0, entries of fewer than 2 dimensions and the positional encodings left still); a "
+            f"{cfg.plane_points} x {cfg.plane_points} plane and {cfg.lines} lines of {cfg.line_points} points over "
+            f"[-{cfg.extent:g}, {cfg.extent:g}]; matched loss: {cfg.loss_rise:g} nats above each model's centre; a "
+            f"second difference below -{cfg.tolerance:g} counts as negative; the control, the line from each "
+            f"checkpoint to itself with its first residual branch's hidden units reversed, {cfg.line_points} points.")
+
+
+def _landscape_samples(weighted: bool) -> Callable[[Path], Samples]:
+    """Units: each seed's slices per model, as arrays of the loss (NLL + weight decay x the sum of the
+    parameters' norms, the official plot's; with `weighted` False, the NLL alone): the plane (alpha by beta),
+    each line and the permutation line; the stage's settings as a group of one."""
+    def samples(root: Path) -> Samples:
+        settings = read_json(root / artifact("pk_landscape_metrics"))
+        weight = settings["weight_decay"] if weighted else 0.0
+        rows = read_table(root / artifact("pk_landscape_table"), landscape.COLUMNS)
+
+        def unit(seed_rows: list[Row]) -> dict[str, Any]:
+            return {model: _slices(model_rows, weight) for model, model_rows in split(seed_rows, "model").items()}
+        return {"seeds": [unit(seed_rows) for _, seed_rows in sorted(split(rows, "seed").items())],
+                SETTINGS_GROUP: [{key: settings[key] for key in ("loss_rise", "tolerance", "extent")}]}
+    return samples
+
+
+def _slices(rows: list[Row], weight: float) -> dict[str, Any]:
+    def loss(row: Row) -> float:
+        return row["nll"] + weight * row["norms"]
+
+    kinds = split(rows, "slice")
+    plane = sorted(kinds[landscape.PLANE], key=lambda row: (row["alpha"], row["beta"]))
+    side = round(math.sqrt(len(plane)))
+    lines = split(kinds[landscape.LINE], "line")
+    return {"plane": np.array([loss(row) for row in plane]).reshape(side, side),
+            "lines": [np.array([loss(row) for row in sorted(lines[i], key=lambda row: row["alpha"])])
+                      for i in sorted(lines)],
+            "t": np.array(sorted(row["alpha"] for row in lines[min(lines)])),
+            "permutation": np.array([loss(row) for row in sorted(kinds[landscape.PERMUTATION],
+                                                                 key=lambda row: row["alpha"])])}
+
+
+def plane_negative_share(plane: np.ndarray, rise: float | None, tolerance: float) -> float:
+    """The share of (interior point, axis) pairs of the plane whose second difference is below -tolerance,
+    over the points where the loss is at most `rise` above the centre's (None: every interior point)."""
+    middle = plane[1:-1, 1:-1]
+    along_alpha = plane[:-2, 1:-1] - 2 * middle + plane[2:, 1:-1]
+    along_beta = plane[1:-1, :-2] - 2 * middle + plane[1:-1, 2:]
+    centre = plane[len(plane) // 2, len(plane) // 2]
+    inside = np.ones_like(middle, dtype=bool) if rise is None else middle - centre <= rise
+    return float(((along_alpha < -tolerance) & inside).sum() + ((along_beta < -tolerance) & inside).sum()) / (
+        2 * inside.sum())
+
+
+def line_negative_share(line: np.ndarray, tolerance: float) -> float:
+    """The share of a line's interior points whose second difference is below -tolerance."""
+    return float((line[:-2] - 2 * line[1:-1] + line[2:] < -tolerance).mean())
+
+
+def matched_curvature(line: np.ndarray, t: np.ndarray, rise: float) -> tuple[list[float], int]:
+    """On each side of the centre, the distance t* at which the loss first rises by `rise` above the
+    centre's (linear between grid points; the slice's end when it never does, censored) and the
+    curvature 2 rise / t*^2 of the parabola that rises as much there: (log curvature per side, censored
+    sides)."""
+    centre = len(line) // 2
+    logs, censored = [], 0
+    for step in (1, -1):
+        rises, reach = line[centre::step] - line[centre], np.abs(t[centre::step])
+        above = np.nonzero(rises >= rise)[0]
+        if len(above):
+            i = above[0]
+            distance = reach[i - 1] + (rise - rises[i - 1]) / (rises[i] - rises[i - 1]) * (reach[i] - reach[i - 1])
+        else:
+            distance, censored = reach[-1], censored + 1
+        logs.append(math.log(2 * rise / distance ** 2))
+    return logs, censored
+
+
+def _pk10_statistics(samples: Samples) -> Measured:
+    """Per seed and model: the plane's negative second-difference share where it has risen at most the
+    matched loss, the lines' mean log curvature at that rise; the models compared seed by seed."""
+    settings = samples[SETTINGS_GROUP][0]
+    rise, tolerance = settings["loss_rise"], settings["tolerance"]
+    per_seed: dict[str, dict[str, list[float]]] = {}
+    for unit in samples["seeds"]:
+        for model, slices in unit.items():
+            curvatures = [matched_curvature(line, slices["t"], rise) for line in slices["lines"]]
+            mine = per_seed.setdefault(model, {})
+            for name, value in (
+                    ("negative_share", plane_negative_share(slices["plane"], rise, tolerance)),
+                    ("whole_plane_negative_share", plane_negative_share(slices["plane"], None, tolerance)),
+                    ("lines_negative_share", statistics.mean(line_negative_share(line, tolerance)
+                                                             for line in slices["lines"])),
+                    ("log_curvature", statistics.mean(v for logs, _ in curvatures for v in logs)),
+                    ("censored_share", sum(c for _, c in curvatures) / (2 * len(curvatures))),
+                    ("centre_loss", float(slices["plane"][len(slices["plane"]) // 2, len(slices["plane"]) // 2])),
+                    ("permutation_negative_share", line_negative_share(slices["permutation"], tolerance)),
+                    ("permutation_barrier", float(slices["permutation"].max() - slices["permutation"][[0, -1]].max()))):
+                mine.setdefault(name, []).append(value)
+    measured: Measured = {f"{model}_{name}": statistics.mean(values)
+                          for model, quantities in per_seed.items() for name, values in quantities.items()}
+    for model in ("vit", "alternet"):
+        measured[f"{model}_minus_cnn_negative_share"] = statistics.mean(
+            a - b for a, b in zip(per_seed[model]["negative_share"], per_seed["cnn"]["negative_share"], strict=True))
+        measured[f"log_{model}_over_cnn_curvature"] = statistics.mean(
+            a - b for a, b in zip(per_seed[model]["log_curvature"], per_seed["cnn"]["log_curvature"], strict=True))
+    # the control: the permutation line cannot be convex, and every model's must read as not
+    measured["least_permutation_negative_share"] = min(
+        measured[f"{model}_permutation_negative_share"] for model in per_seed)
+    return measured
+
+
+def _pk11_regime(params: Any) -> str:
+    cfg = params.pk_frequency
+    return (f"The natural-image ViT and CNN of `train_real` ({params.real.seeds} seeds each), on every test image of "
+            f"dataset {dataset_named(params.images)}. Low-pass: the frequencies of radius max(|f_x|, |f_y|) <= the "
+            f"cutoff, {list(cfg.cutoffs)} pi (PK-5's rings; frequency 0 in the low-pass), high-pass: the rest; "
+            f"cue conflicts: each test image's low-pass plus the high-pass of another of a different class (seed "
+            f"{cfg.seed}). The control: train_real's CNN trained by the same recipe for {cfg.control_epochs} epochs "
+            f"on training images low-passed at {cfg.control_cutoff:g} pi, one per seed, read at that cutoff.")
+
+
+def _frequency_samples(root: Path) -> Samples:
+    """Units: each seed's rows per model (ViT, CNN, the control) and cutoff; the stage's settings as a group
+    of one."""
+    settings = read_json(root / artifact("pk_frequency_metrics"))
+    rows = read_table(root / artifact("pk_frequency_table"), frequency.COLUMNS)
+
+    def unit(seed_rows: list[Row]) -> dict[str, dict[float, Row]]:
+        return {model: {row["cutoff"]: row for row in model_rows}
+                for model, model_rows in split(seed_rows, "model").items()}
+    return {"seeds": [unit(seed_rows) for _, seed_rows in sorted(split(rows, "seed").items())],
+            SETTINGS_GROUP: [{"classes": settings["classes"], "control_cutoff": settings["control_cutoff"]}]}
+
+
+def cue_quantities(row: Row) -> dict[str, float | None]:
+    """One model, seed and cutoff: the share of its clean accuracy kept on low-passed and on high-passed
+    images and their difference (how much more it reads from the low frequencies), the share of the cue
+    conflicts read as either digit that it reads as the low-pass one, and the share read as either."""
+    kept_low, kept_high = row["low_accuracy"] / row["clean_accuracy"], row["high_accuracy"] / row["clean_accuracy"]
+    decided = row["low_cue"] + row["high_cue"]
+    return {"kept_low": kept_low, "kept_high": kept_high, "low_reliance": kept_low - kept_high,
+            "low_cue_share": row["low_cue"] / decided if decided else None, "cue_decided": decided}
+
+
+def _pk11_statistics(samples: Samples) -> Measured:
+    """Each quantity of `cue_quantities`, mean over cutoffs and seeds, per model; the ViT against the CNN
+    seed by seed; the control at the cutoff it trained at."""
+    settings = samples[SETTINGS_GROUP][0]
+    per_seed: dict[str, dict[str, list[float | None]]] = {}
+    for unit in samples["seeds"]:
+        for model, by_cutoff in unit.items():
+            cutoffs = [settings["control_cutoff"]] if model == frequency.CONTROL else sorted(by_cutoff)
+            found = [cue_quantities(by_cutoff[c]) for c in cutoffs]
+            for name in found[0]:
+                values = [f[name] for f in found]
+                per_seed.setdefault(model, {}).setdefault(name, []).append(
+                    None if None in values else statistics.mean(values))
+
+    def mean(values: list[float | None]) -> float | None:
+        return None if None in values else statistics.mean(values)
+
+    measured: Measured = {f"{model}_{name}": mean(values)
+                          for model, quantities in per_seed.items() for name, values in quantities.items()}
+    for name in ("low_reliance", "low_cue_share"):
+        pairs = list(zip(per_seed["vit"][name], per_seed["cnn"][name], strict=True))
+        measured[f"vit_minus_cnn_{name}"] = None if any(None in p for p in pairs) else statistics.mean(
+            a - b for a, b in pairs)
+    # a prediction at chance names either digit of a conflict with probability 2 / classes
+    measured["least_cue_decided_over_chance"] = min(
+        measured[f"{model}_cue_decided"] for model in frequency.MODELS) / (2 / settings["classes"])
+    return measured
+
+
 PAPER = Paper(
     key="PK22",
     citation="Park, Kim. How Do Vision Transformers Work? ICLR 2022, arXiv 2202.06709.",
@@ -563,6 +740,79 @@ PAPER = Paper(
             samples=_profile_samples,
             statistics=_pk9_statistics,
             regime=_feature_maps_regime,
+        ),
+        Claim(
+            id="PK-10",
+            data=REAL,
+            seeds=("real.seeds",),
+            statement=("The loss landscape (Fig. 1): the ViT's is non-convex where the CNN's is near convex, and MSAs "
+                       "flatten it: at a matched rise of the loss, the ViT's and AlterNet's landscapes curve less "
+                       "than the CNN's."),
+            metric=("filter-normalised slices (the official code's directions) around every checkpoint, forward "
+                    "passes only, of the training loss NLL + weight decay x sum of the parameters' norms (the "
+                    "official plot's): on the 2-D plane, the share of (point, axis) pairs with a negative second "
+                    "difference among the points at most the matched loss above the centre; on the lines, the "
+                    "curvature 2 rise / t*^2 at the distance t* where the loss first rises by the matched loss "
+                    "(each side; a side that never does counts at the slice's end), mean log over sides and lines; "
+                    "per seed, the ViT against the CNN and AlterNet against the CNN of its shape; described: "
+                    "AlterNet's share, every model's share over the whole plane and along the lines, its centre "
+                    "loss and censored sides; the variant reads the NLL alone"),
+            criteria=(Criterion("vit_minus_cnn_negative_share", ">", 0.0,
+                                ("paper: [PK22] Fig. 1 (seed summary: 'the weak inductive bias leads to a non-convex "
+                                 "loss function ... while the one of ResNet is strongly convex'); the sign, seed by "
+                                 "seed"), PAIRED, group="seeds"),
+                      Criterion("log_vit_over_cnn_curvature", "<", 0.0,
+                                ("paper: [PK22] Fig. 1, loss landscape visualisations (seed summary: MSAs help 'by "
+                                 "... flattening the loss landscape'); the sign, at a matched rise of the loss, seed "
+                                 "by seed"), PAIRED, group="seeds"),
+                      Criterion("log_alternet_over_cnn_curvature", "<", 0.0,
+                                ("ours: the paper's direction (MSAs flatten the landscape) on the pair alike but for "
+                                 "the MSAs, AlterNet against the CNN of its shape, as PK-8; the sign, seed by seed"),
+                                PAIRED, group="seeds")),
+            conditions=(Criterion("least_permutation_negative_share", ">", 0.0,
+                                  ("ours: the positive control: the line from a checkpoint to the same function with "
+                                   "its hidden units reversed has equal loss at both ends and more between, so it is "
+                                   "not convex; the count must find a negative second difference on it, for every "
+                                   "model"), MEAN, bounds=(0.0, 1.0)),),
+            evidence=(figure_path(figures.LANDSCAPE), artifact("pk_landscape_table")),
+            samples=_landscape_samples(weighted=True),
+            statistics=_pk10_statistics,
+            variants=(Variant("the NLL alone, without the official plot's norm term (ours: the term adds convexity)",
+                              _landscape_samples(weighted=False)),),
+            regime=_pk10_regime,
+        ),
+        Claim(
+            id="PK-11",
+            data=REAL,
+            seeds=("real.seeds",),
+            statement=("Low frequencies inform MSAs, high frequencies convolutions: the ViT reads its labels more from "
+                       "an image's low frequencies than the CNN does, and in a cue conflict it follows the low-pass "
+                       "digit more often. Unlike PK-5, which adds noise in one band (what a model is sensitive to), "
+                       "this takes bands away and sets them against each other (what it reads its label from)."),
+            metric=("per model and seed, mean over the cutoffs: the share of its clean test accuracy kept on "
+                    "low-passed images minus that kept on high-passed ones, and, on cue conflicts (low-pass of one "
+                    "test digit plus high-pass of another of a different class), the share read as the low-pass "
+                    "digit among those read as either; the ViT minus the CNN seed by seed; the control, the CNN "
+                    "trained on low-passed images, at its own cutoff"),
+            criteria=(Criterion("vit_minus_cnn_low_reliance", ">", 0.0,
+                                ("paper: [PK22] (seed summary): 'low-frequency signals and high-frequency signals are "
+                                 "informative to MSAs and Convs, respectively'; the sign, seed by seed"),
+                                PAIRED, group="seeds"),
+                      Criterion("vit_minus_cnn_low_cue_share", ">", 0.0,
+                                ("paper: [PK22] (seed summary): low frequencies are the shape, high the texture, and "
+                                 "'MSAs are shape-biased, whereas Convs are texture-biased'; the sign, seed by seed"),
+                                PAIRED, group="seeds")),
+            conditions=(Criterion("control_low_cue_share", ">", 0.5,
+                                  ("ours: the positive control: a CNN trained on low-passed images has only the low "
+                                   "cue to learn, and must follow it in most conflicts it reads as either digit"),
+                                  MEAN, bounds=(0.0, 1.0)),
+                        Criterion("least_cue_decided_over_chance", ">=", 2.0,
+                                  ("ours: both models read at least twice as many conflicts as either digit as "
+                                   "predictions at chance would (2 / classes), or the conflict says nothing"), MEAN)),
+            evidence=(figure_path(figures.FREQUENCY), artifact("pk_frequency_table")),
+            samples=_frequency_samples,
+            statistics=_pk11_statistics,
+            regime=_pk11_regime,
         ),
     ),
 )

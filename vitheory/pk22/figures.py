@@ -1,5 +1,6 @@
 """[PK22] figures: feature maps block by block (PK-3, PK-4), band-passed noise (PK-5), the Hessian
-spectrum (PK-2), small data and AlterNet (PK-1, PK-6)."""
+spectrum (PK-2), small data and AlterNet (PK-1, PK-6), the loss landscape (PK-10), filtered images and cue
+conflicts (PK-11)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from vitheory.core.artifacts import read_json
 from vitheory.core.figures import model_colour, model_palette, read_frame, save_figure
 from vitheory.core.paths import artifact
-from vitheory.pk22 import hessian, trainings
+from vitheory.pk22 import frequency, hessian, landscape, trainings
 from vitheory.pk22.tables import TABLES, table_path
 
 FEATURES, NOISE, HESSIAN, SMALL_DATA, LESION = "pk_features", "pk_noise", "pk_hessian", "pk_small_data", "pk_lesion"
+LANDSCAPE, FREQUENCY = "pk_landscape", "pk_frequency"
 
 
 PK_MODELS = {"vit": "ViT", "cnn": "CNN", "alternet": "AlterNet",
@@ -197,6 +200,64 @@ def pk_lesion_figure(lesions: pd.DataFrame) -> plt.Figure:
     return fig
 
 
+def pk_landscape_figure(slices: pd.DataFrame, weight_decay: float) -> plt.Figure:
+    """[PK22] Fig. 1 style: each model's 2-D landscape, the loss (NLL + weight decay x the sum of the
+    parameters' norms) above its centre on the plane, mean over seeds, side by side on one colour scale;
+    and the 1-D lines, each seed's loss rise against the step along its direction."""
+    table = slices.assign(loss=slices.nll + weight_decay * slices.norms)
+    centre = table[(table.slice == landscape.PLANE) & (table.alpha == 0) & (table.beta == 0)]
+    centre = centre.set_index(["model", "seed"]).loss
+    table["rise"] = table.loss.to_numpy() - centre.loc[list(zip(table.model, table.seed))].to_numpy()
+    models = list(dict.fromkeys(table.model))
+    plane = table[table.slice == landscape.PLANE].groupby(["model", "alpha", "beta"]).rise.mean().reset_index()
+    top = float(plane.rise.max())
+    levels = np.linspace(0, top, 15) if top > 0 else np.linspace(0, 1, 15)
+    fig, axes = plt.subplots(1, len(models) + 1, figsize=(4.2 * (len(models) + 1), 4.0), layout="constrained")
+    for ax, model in zip(axes, models):
+        mine = plane[plane.model == model].pivot(index="beta", columns="alpha", values="rise")
+        filled = ax.contourf(mine.columns, mine.index, mine.to_numpy(), levels=levels, cmap="plasma")
+        ax.set(xlabel="direction 1", ylabel="direction 2", aspect="equal",
+               title=f"{PK_MODELS[model]} (centre loss {centre[model].mean():.3g})")
+    fig.colorbar(filled, ax=axes[len(models) - 1], label="loss above the centre (mean over seeds)")
+    lines = table[table.slice == landscape.LINE]
+    for model in models:
+        for _, one in lines[lines.model == model].groupby(["seed", "line"]):
+            axes[-1].plot(one.alpha, one.rise, color=model_colour(model), lw=0.8, alpha=0.6)
+        axes[-1].plot([], [], color=model_colour(model), label=PK_MODELS[model])
+    axes[-1].set(xlabel="step along a line's direction", ylabel="loss above the centre", yscale="symlog",
+                 title="1-D lines (each seed and line)")
+    axes[-1].legend(fontsize="small")
+    fig.suptitle("Loss landscapes on filter-normalised directions (PK-10)", fontsize="small")
+    return fig
+
+
+FREQUENCY_LABELS = PK_MODELS | {frequency.CONTROL: "CNN trained on low-passed images (control)"}
+FREQUENCY_PALETTE = PK_PALETTE | {FREQUENCY_LABELS[frequency.CONTROL]: (0.5, 0.5, 0.5)}
+
+
+def pk_frequency_figure(rows: pd.DataFrame) -> plt.Figure:
+    """PK-11: each model's test accuracy on low-passed and high-passed images against the cutoff, and the
+    share of cue conflicts read as the low-pass digit among those read as either; mean over seeds, band:
+    min to max."""
+    table = rows.assign(model=rows.model.map(FREQUENCY_LABELS),
+                        low_cue_share=rows.low_cue / (rows.low_cue + rows.high_cue))
+    long = table.melt(id_vars=["model", "seed", "cutoff"], value_vars=["low_accuracy", "high_accuracy"],
+                      var_name="images", value_name="accuracy")
+    long["images"] = long.images.map({"low_accuracy": "low-passed", "high_accuracy": "high-passed"})
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.0), layout="constrained")
+    sns.lineplot(data=long, x="cutoff", y="accuracy", hue="model", style="images", palette=FREQUENCY_PALETTE,
+                 marker="o", errorbar=("pi", 100), ax=axes[0])
+    axes[0].set(xlabel="cutoff (units of π)", ylabel="test accuracy", title="Filtered test images")
+    sns.lineplot(data=table, x="cutoff", y="low_cue_share", hue="model", palette=FREQUENCY_PALETTE, marker="o",
+                 errorbar=("pi", 100), ax=axes[1])
+    axes[1].axhline(0.5, color="grey", lw=1)
+    axes[1].set(xlabel="cutoff (units of π)", ylabel="share read as the low-pass digit",
+                title="Cue conflicts: low-pass of one digit + high-pass of another")
+    for ax in axes:
+        ax.legend(fontsize="x-small")
+    return fig
+
+
 def render(params: Any, noise_decides: str, share_comparisons: Sequence[tuple[str, str]]) -> None:
     """Every [PK22] figure, from its stages' artifacts; the claims name what they decide on
     (`noise_decides`, `share_comparisons`: vitheory.pk22.claims)."""
@@ -207,3 +268,7 @@ def render(params: Any, noise_decides: str, share_comparisons: Sequence[tuple[st
     save_figure(pk_small_data_figure(read_frame(artifact("pk_train_runs"), trainings.COLUMNS)), SMALL_DATA, dpi)
     save_figure(pk_hessian_figure(tables["hessian"], tables["density"], share_comparisons), HESSIAN, dpi)
     save_figure(pk_lesion_figure(tables["lesion"]), LESION, dpi)
+    weight_decay = read_json(artifact("pk_landscape_metrics"))["weight_decay"]
+    save_figure(pk_landscape_figure(read_frame(artifact("pk_landscape_table"), landscape.COLUMNS), weight_decay),
+                LANDSCAPE, dpi)
+    save_figure(pk_frequency_figure(read_frame(artifact("pk_frequency_table"), frequency.COLUMNS)), FREQUENCY, dpi)

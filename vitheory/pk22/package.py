@@ -12,7 +12,9 @@ from vitheory.core.package import Package
 from vitheory.images.datasets import read_digits, split_indices
 from vitheory.pk22 import figures, params, rederive
 from vitheory.pk22.claims import NOISE_DECIDES, PAPER, SHARE_COMPARISONS
+from vitheory.pk22.frequency import FrequencyParams
 from vitheory.pk22.hessian import check_batches
+from vitheory.pk22.landscape import LandscapeParams
 from vitheory.pk22.trainings import fraction_index
 
 
@@ -49,7 +51,9 @@ def relations(whole: Any) -> Iterator[Violation]:
 
 
 # the figures mark what the claims decide on: PK-5's normalisation of the noise, PK-2's comparisons
-PACKAGE = Package(name="pk22", params=params.SECTIONS, relations=relations, paper=PAPER,
+# PK-10's and PK-11's sections beside pk22/params.py's: their stages came after the image stages' committed run
+SECTIONS = {**params.SECTIONS, "pk_landscape": LandscapeParams, "pk_frequency": FrequencyParams}
+PACKAGE = Package(name="pk22", params=SECTIONS, relations=relations, paper=PAPER,
                   render=partial(figures.render, noise_decides=NOISE_DECIDES,
                                  share_comparisons=tuple(SHARE_COMPARISONS.values())),
                   checks=rederive.CHECKS)
