@@ -33,7 +33,7 @@ from vitheory.core.paths import DVC_YAML, ROOT, stages
 TEMPLATE_DIR = ROOT / ".dvc" / "plots"
 IMAGES = (".png", ".jpg", ".jpeg", ".gif", ".svg")  # DVC draws these as images, not Vega
 # the columns that split a table into series: one a plot mixes unless its template colours or panels by it
-GROUPS = ("model", "strategy", "alpha_star", "noise_radius", "method", "normalisation", "experiment",
+GROUPS = ("model", "strategy", "alpha_star", "noise_radius", "rule", "level", "method", "normalisation", "experiment",
           "finetuned", "which", "split", "metric")
 
 
@@ -53,6 +53,7 @@ TEMPLATES = {
     "by_model_per_which": Grouping("model", ("which",)),
     "by_alpha_star": Grouping("alpha_star"),
     "by_noise_radius": Grouping("noise_radius", ("alpha_star",)),
+    "by_level_per_rule": Grouping("level", ("rule", "alpha_star")),
     "by_strategy": Grouping("strategy"),
     "by_strategy_per_experiment": Grouping("strategy", ("experiment", "finetuned")),
     "by_method": Grouping("method"),

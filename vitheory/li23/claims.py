@@ -1,4 +1,4 @@
-"""[LI23] claims LI-1 to LI-6: statements, the numbers that measure them, thresholds and regimes."""
+"""[LI23] claims LI-1 to LI-7: statements, the numbers that measure them, thresholds and regimes."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from vitheory.core.intervals import LOG, MEAN, PAIRED, SETTINGS_GROUP, SHARE, ST
 from vitheory.core.paths import artifact
 from vitheory.core.units import seed_units, split
 from vitheory.images.params import training_regime
-from vitheory.li23 import figures, noise_sweep, sparsify, token_keeping
-from vitheory.li23.phase import n_min, read_runs, scaling, success_rates
+from vitheory.li23 import figures, initial_error, noise_sweep, sparsify, token_keeping
+from vitheory.li23.phase import CENSORED_AT, n_min, n_mins_over, read_runs, scaling, success_rates
 
 
 def _phase_setting(params: Any) -> str:
@@ -110,19 +110,17 @@ def _noise_samples(root: Path) -> Samples:
     return {"seeds": seed_units(rows), SETTINGS_GROUP: [{"success_rate": fits["success_rate_threshold"]}]}
 
 
-CENSORED_AT = 2  # a seed's N_min never reached in the grid counts at this many times the grid's largest N
-
-
-def _seed_n_mins(unit: list[dict], threshold: float) -> dict[float, int | None]:
-    """One seed's N_min per noise radius, as LI-1 reads it over alpha* (None: never reached in the grid)."""
-    rows = [dict(row, alpha_star=row["noise_radius"]) for row in unit]
-    return {tau: n_min(rates, threshold) for tau, rates in success_rates(rows).items()}
+def _seed_n_mins(unit: list[dict], threshold: float, column: str = "noise_radius") -> dict[float, int | None]:
+    """One seed's N_min per value of `column` (a noise radius, an initial-error level), as LI-1 reads it over
+    alpha* (None: never reached in the grid)."""
+    return n_mins_over(unit, column, threshold)
 
 
 def _mean_log_ratio(seeds: list[dict[float, int | None]], high: float, low: float, largest: int) -> float:
-    """Mean over seeds of log(N_min at radius `high` / at radius `low`), a censored N_min at CENSORED_AT x the
-    grid's largest N, one doubling past the grid: a seed censored at one end only counts in the direction it
-    shows (censored at both: 0), at a finite, modest size, where a huge one would decide the sign-flip sum alone."""
+    """Mean over seeds of log(N_min at level `high` / at level `low`) (a noise radius, an initial error), a
+    censored N_min at CENSORED_AT x the grid's largest N, one doubling past the grid: a seed censored at one
+    end only counts in the direction it shows (censored at both: 0), at a finite, modest size, where a huge
+    one would decide the sign-flip sum alone."""
     def at(n: int | None) -> float:
         return float(CENSORED_AT * largest if n is None else n)
 
@@ -149,6 +147,58 @@ def _li6_statistics(samples: Samples) -> Measured:
             "n_min_above_floor_at_smallest_noise": float(_ordered(nmins[taus[0]]) > floor),
             "n_min_censored": sum(n is None for n in nmins.values()),
             **{f"n_min_at_{tau:g}": -1 if n is None else n for tau, n in nmins.items()}}
+
+
+def _init_error_setting(params: Any) -> str:
+    sweep, phase = params.init_error, params.phase
+    return (f"The phase recipe at alpha* = {sweep.alpha_star} and tau = {phase.data.noise_radius} "
+            f"({phase.data.n_tokens} tokens, {phase.data.noise_dist} noise, alpha# = {phase.data.confusion_ratio} x "
+            f"alpha*), the ViT started with W_V^(0) = I + sigma R (R random orthogonal) at sigma in "
+            f"{list(sweep.value_error)}; positive control: every weight moved from a trained ViT's (trained on "
+            f"{sweep.reference_n_train} examples of the pool no cell trains on) towards the default start, at shares "
+            f"{list(sweep.towards_trained)}; N from {min(sweep.n_train)} to {max(sweep.n_train)}, {sweep.seeds} seeds, "
+            f"at most {phase.steps} SGD steps.")
+
+
+def _init_error_samples(root: Path) -> Samples:
+    """Units: each seed's runs of each rule, the rule (sigma) and the positive control (towards a trained
+    model) as two groups; N_min's success-rate threshold and the trained models' mean test error as settings."""
+    rows = read_table(root / artifact("init_error_runs"), initial_error.COLUMNS)
+    record = read_json(root / artifact("init_error_metrics"))
+    by_rule = split(rows, "rule")
+    return {"value": seed_units(by_rule.get(initial_error.VALUE, [])),
+            "control": seed_units(by_rule.get(initial_error.TRAINED, [])),
+            SETTINGS_GROUP: [{"success_rate": record["success_rate_threshold"],
+                              "reference_test_error": statistics.mean(record["reference"]["test_error"])}]}
+
+
+def _li7_statistics(samples: Samples) -> Measured:
+    """Per seed, N_min at each initial-error level; the direction between the end levels of sigma, mean over
+    seeds of log(N_min at the largest sigma / at the smallest), and the positive control's, log(N_min at the
+    largest share / at the smallest) (the default start against one nearer the trained model): each a seed's
+    paired difference, as LI-6's; described: the middle levels, the share of seeds rising, the pooled N_min
+    per sigma and the trained models' test error."""
+    settings = samples[SETTINGS_GROUP][0]
+    threshold = settings["success_rate"]
+    measured: Measured = {"reference_test_error": settings["reference_test_error"]}
+    for group, prefix, level in (("value", "", "error"), ("control", "control_", "share")):
+        rows = [row for unit in samples[group] for row in unit]  # pooled over seeds
+        largest = max(row["n_train"] for row in rows)
+        seeds = [_seed_n_mins(unit, threshold, "level") for unit in samples[group]]
+        levels = sorted(seeds[0])
+        measured[f"{prefix}log_n_min_largest_over_smallest_{level}"] = _mean_log_ratio(
+            seeds, levels[-1], levels[0], largest)
+        measured[f"{prefix}seeds_n_min_larger_at_largest_{level}"] = statistics.mean(
+            float(_ordered(seed[levels[-1]]) > _ordered(seed[levels[0]])) for seed in seeds)
+        if group == "value":
+            nmins = n_mins_over(rows, "level", threshold)
+            floor = min(row["n_train"] for row in rows)
+            measured |= {**{f"log_n_min_{sigma:g}_over_smallest_error": _mean_log_ratio(seeds, sigma, levels[0], largest)
+                            for sigma in levels[1:-1]},
+                         # the smallest sigma's N_min above the grid's floor: else the grid sets that end
+                         "n_min_above_floor_at_smallest_error": float(_ordered(nmins[levels[0]]) > floor),
+                         **{f"n_min_at_{sigma:g}": -1 if n is None else n for sigma, n in nmins.items()}}
+    return measured
 
 
 def _li3_samples(root: Path) -> Samples:
@@ -453,6 +503,39 @@ PAPER = Paper(
             samples=_noise_samples,
             statistics=_li6_statistics,
             regime=_noise_setting,
+        ),
+        Claim(
+            id="LI-7",
+            data=SYNTHETIC,
+            seeds=("init_error.seeds",),
+            statement=("At a fixed fraction alpha* of label-relevant tokens and token noise tau, the number of "
+                       "training samples the ViT needs for zero test error grows with the initial model error."),
+            metric=("N_min(sigma), as LI-6's N_min(tau), per seed, sigma the initial model error set by our rule: "
+                    "the ViT starts at W_V^(0) = I + sigma R (R random orthogonal, the seed's own), so that each "
+                    "pattern's value embedding lies exactly sigma from the default start's orthonormal one "
+                    "([LI23] Assumption 1's sigma as we read it; W_Q, W_K, W_O as at sigma = 0); the direction "
+                    "between the end levels, mean over seeds of log(N_min at the largest sigma / at the smallest), "
+                    "decided by the exact sign-flip test over seeds (a censored N_min at "
+                    f"{CENSORED_AT} x the grid's largest N, as LI-6's). Positive control: the same measure where a "
+                    "smaller initial error is known to need fewer samples, every weight started at W* + share x "
+                    "(W_default - W*), W* the seed's ViT trained on pool examples no cell trains on, the default "
+                    "start (share 1) against one nearer W*; described: the middle levels' log ratios, the share "
+                    "of seeds rising, the pooled N_min per sigma and the trained models' test error"),
+            criteria=(Criterion("log_n_min_largest_over_smallest_error", ">", 0.0,
+                                ("paper: [LI23] abstract: the sample complexity bound is 'positively correlated with "
+                                 "... the initial model error'; the direction, per seed, between the end levels; the "
+                                 "rule that sets the error is ours"), PAIRED, group="value"),),
+            conditions=(Criterion("n_min_above_floor_at_smallest_error", ">=", 1.0,
+                                  ("ours: as LI-6's: the smallest sigma's N_min must lie above the grid's smallest N, "
+                                   "or the grid sets that end of the direction"), STEP, bounds=(0.0, 1.0)),
+                        Criterion("control_log_n_min_largest_over_smallest_share", ">", 0.0,
+                                  ("ours: the positive control: started nearer a trained model, the same ViT must need "
+                                   "fewer samples on the same measure and test, or no rise with sigma says nothing"),
+                                  PAIRED, group="control")),
+            evidence=(figure_path(figures.INIT_ERROR), artifact("init_error_runs"), artifact("init_error_metrics")),
+            samples=_init_error_samples,
+            statistics=_li7_statistics,
+            regime=_init_error_setting,
         ),
     ),
 )

@@ -1,5 +1,6 @@
 """[LI23] figures: attention mass and training curves (LI-3), the phase diagram and its scaling
-(LI-1, LI-2), token sparsification on the token data (LI-4) and on real images (LI-5)."""
+(LI-1, LI-2), token sparsification on the token data (LI-4) and on real images (LI-5), N_min against the
+initial model error (LI-7)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ from vitheory.core import history
 from vitheory.core.artifacts import read_json
 from vitheory.core.figures import model_colour, read_frame, save_figure
 from vitheory.core.paths import artifact, runs
-from vitheory.li23 import phase, sparsify, token_keeping
+from vitheory.li23 import initial_error, phase, sparsify, token_keeping
 from vitheory.li23.phase import by_alpha
 
-ATTENTION, TRAINING, PHASE_DIAGRAM, SCALING, SPARSIFY, SPARSIFY_REAL = (
-    "li_vit_attention", "li_vit_training", "phase_diagram", "phase_scaling", "sparsify", "sparsify_real")
+ATTENTION, TRAINING, PHASE_DIAGRAM, SCALING, SPARSIFY, SPARSIFY_REAL, INIT_ERROR = (
+    "li_vit_attention", "li_vit_training", "phase_diagram", "phase_scaling", "sparsify", "sparsify_real",
+    "init_error")
 
 
 SUPTITLE_CHARACTERS = 110  # a line of a two-panel figure's small suptitle, within its width
@@ -165,6 +167,41 @@ def sparsify_real_figure(runs: pd.DataFrame) -> plt.Figure:
     return fig
 
 
+INIT_ERROR_PANELS = {initial_error.VALUE: "the rule: W_V^(0) = I + sigma R", initial_error.TRAINED:
+                     "positive control: from a trained ViT W* towards the default start"}
+INIT_ERROR_AXES = {initial_error.VALUE: "initial value-embedding error sigma",
+                   initial_error.TRAINED: "share of the way from W* back to the default start"}
+
+
+def init_error_figure(record: dict) -> plt.Figure:
+    """[LI23] LI-7: each seed's N_min against the initial-error level, one thin line per seed and the median
+    over seeds, one panel per rule; an N_min never reached in the grid at CENSORED_AT x its largest N (as the
+    claims count it), drawn hollow."""
+    fig, axes = plt.subplots(1, len(INIT_ERROR_PANELS), figsize=(11, 4.2), sharey=True, layout="constrained")
+    censored_at = phase.CENSORED_AT * max(record["n_train"])
+    for ax, (rule, title) in zip(axes, INIT_ERROR_PANELS.items()):
+        by_level = {float(level): [censored_at if n < 0 else n for n in seeds]
+                    for level, seeds in record["n_min"][rule].items()}
+        levels = sorted(by_level)
+        for seed in range(len(by_level[levels[0]])):
+            ax.plot(levels, [by_level[level][seed] for level in levels], color="grey", alpha=0.35, lw=0.8)
+        ax.plot(levels, [pd.Series(by_level[level]).median() for level in levels], color="black", marker="o",
+                label="median over seeds")
+        hollow = [(level, n) for level in levels for n in by_level[level] if n == censored_at]
+        if hollow:
+            ax.scatter(*zip(*hollow), facecolors="none", edgecolors="black", label=f"never reached (at {censored_at})")
+        ax.set(yscale="log", xlabel=INIT_ERROR_AXES[rule], ylabel="N_min: samples for zero test error", title=title)
+        ax.set_xticks(levels)
+        ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%.3g"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.legend(fontsize="small", loc="upper left")
+    fig.suptitle(textwrap.fill("N_min per seed (thin lines) and its median against the initial model error, "
+                               "at one alpha* and tau; the claim's verdict and interval: REPORT.md, LI-7.",
+                               SUPTITLE_CHARACTERS), fontsize="small")
+    return fig
+
+
 def phase_figure(name: str, grid: str) -> str:
     """A phase figure's name on one grid: `phase_diagram_default`."""
     return f"{name}_{grid}"
@@ -183,5 +220,6 @@ def render(params: Any) -> None:
         save_figure(phase_diagram_figure(table), phase_figure(PHASE_DIAGRAM, grid), dpi)
         save_figure(scaling_figure(fits[grid], grid), phase_figure(SCALING, grid), dpi)
     save_figure(sparsify_figure(read_frame(artifact("sparsify_runs"), sparsify.COLUMNS)), SPARSIFY, dpi)
+    save_figure(init_error_figure(read_json(artifact("init_error_metrics"))), INIT_ERROR, dpi)
     save_figure(sparsify_real_figure(read_frame(artifact("sparsify_real_runs"), token_keeping.COLUMNS)),
                 SPARSIFY_REAL, dpi)

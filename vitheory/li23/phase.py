@@ -10,12 +10,13 @@ runs of its seed (common random numbers make the curves over N and alpha* less n
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
+from torch import nn
 from tqdm import tqdm
 
 from vitheory.core.artifacts import read_table
@@ -26,6 +27,9 @@ from vitheory.core.processes import worker_pool
 from vitheory.li23.models import builder
 from vitheory.li23.params import CNNRecipe, FitParams, GridParams, PhaseParams, ViTRecipe, cell_tokens
 from vitheory.li23.tokens import generate
+
+# sets a freshly built model's initial weights in place, from its seed
+Start = Callable[[int, nn.Module], None]
 
 COLUMNS = {"model": str, "alpha_star": float, "n_train": int, "seed": int, "test_error": float,
            "steps_to_zero_train_error": int, "steps_to_zero_test_error": int, "success": int}
@@ -52,9 +56,19 @@ def cells(grid: GridParams) -> list[Cell]:
     return [Cell(a, n, s) for a in grid.alpha_star for s in range(grid.seeds) for n in grid.n_train]
 
 
-def run_chunk(cfg: PhaseParams, model: str, chunk: Sequence[Cell], device: str, threads: int) -> list[dict]:
+def sgd_recipe(cfg: PhaseParams, model: str) -> EnsembleRecipe:
+    """The phase recipe's SGD for one model: its steps, batches, checks and fixed step sizes."""
+    recipe: ViTRecipe | CNNRecipe = getattr(cfg, model)
+    return EnsembleRecipe(steps=cfg.steps, batch_size=cfg.batch_size, eval_every=cfg.eval_every,
+                          lr={"mixing": recipe.lr_mixing, "mlp": recipe.lr_mlp},
+                          lr_keys={"mixing": f"phase.{model}.lr_mixing", "mlp": f"phase.{model}.lr_mlp"})
+
+
+def run_chunk(cfg: PhaseParams, model: str, chunk: Sequence[Cell], device: str, threads: int,
+              start: Start | None = None) -> list[dict]:
     """Train one stack of cells of one alpha*, at the recipe's fixed step sizes; each run records the
-    first checked steps with zero training and with zero test error."""
+    first checked steps with zero training and with zero test error. `start(seed, model)`, where given,
+    sets a built model's initial weights in place (LI-7's initial model error)."""
     torch.set_num_threads(threads)
     recipe: ViTRecipe | CNNRecipe = getattr(cfg, model)
     build = builder(model, recipe.model, cfg.data.dim)
@@ -62,14 +76,15 @@ def run_chunk(cfg: PhaseParams, model: str, chunk: Sequence[Cell], device: str, 
     for alpha in sorted({c.alpha_star for c in chunk}):
         group = [c for c in chunk if c.alpha_star == alpha]
         pools = {s: generate(cell_tokens(cfg.data, alpha, cfg.data.seed + s)) for s in sorted({c.seed for c in group})}
-        ensemble = Ensemble([seeded(c.seed, build).to(device) for c in group])
+        members = [seeded(c.seed, build) for c in group]
+        if start is not None:
+            for c, member in zip(group, members):
+                start(c.seed, member)
+        ensemble = Ensemble([member.to(device) for member in members])
         train = Stacked.pad([(pools[c.seed][0].X[:c.n_train], pools[c.seed][0].y[:c.n_train]) for c in group])
         test = Stacked.pad([(pools[c.seed][1].X, pools[c.seed][1].y) for c in group]).to(torch.device(device))
-        sgd = EnsembleRecipe(steps=cfg.steps, batch_size=cfg.batch_size, eval_every=cfg.eval_every,
-                        lr={"mixing": recipe.lr_mixing, "mlp": recipe.lr_mlp},
-                        lr_keys={"mixing": f"phase.{model}.lr_mixing", "mlp": f"phase.{model}.lr_mlp"})
-        outcome = train_ensemble(ensemble, train.to(torch.device(device)), [c.seed for c in group], sgd,
-                                 progress=False, test=test)
+        outcome = train_ensemble(ensemble, train.to(torch.device(device)), [c.seed for c in group],
+                                 sgd_recipe(cfg, model), progress=False, test=test)
         _, error = loss_and_error(ensemble, test.X, test.y)
         for c, err, train_step, test_step in zip(group, error.tolist(), outcome.steps_to_zero_train_error,
                                                  outcome.steps_to_zero_test_error):
@@ -80,10 +95,10 @@ def run_chunk(cfg: PhaseParams, model: str, chunk: Sequence[Cell], device: str, 
 
 
 def run_grids(cfg: PhaseParams, grids: Sequence[str], model: str, device: torch.device,
-              progress: bool = True) -> dict[str, list[dict]]:
+              progress: bool = True, start: Start | None = None) -> dict[str, list[dict]]:
     """Every cell of each grid for one model, as rows of `COLUMNS` in that grid's order. A cell that
     several grids hold (same alpha*, N and seed: the same data, initialisation and batches) trains
-    once and is a row of each."""
+    once and is a row of each. `start`: as `run_chunk`'s."""
     grid_cells = {grid: cells(getattr(cfg.grids, grid)) for grid in grids}
     todo = list(dict.fromkeys(c for listed in grid_cells.values() for c in listed))
     size, workers = chunk_plan(len(todo), device)
@@ -93,20 +108,21 @@ def run_grids(cfg: PhaseParams, grids: Sequence[str], model: str, device: torch.
         mine = [c for c in todo if c.alpha_star == alpha]
         chunks += [mine[i:i + size] for i in range(0, len(mine), size)]
     if workers == 1:
-        results = [run_chunk(cfg, model, chunk, device.type, torch.get_num_threads()) for chunk in chunks]
+        results = [run_chunk(cfg, model, chunk, device.type, torch.get_num_threads(), start) for chunk in chunks]
     else:  # one single-thread process per core
         with worker_pool(workers) as pool:
             jobs = pool.map(run_chunk, [cfg] * len(chunks), [model] * len(chunks), chunks,
-                            [device.type] * len(chunks), [1] * len(chunks))
+                            [device.type] * len(chunks), [1] * len(chunks), [start] * len(chunks))
             results = list(tqdm(jobs, total=len(chunks), desc=f"phase {model} ({', '.join(grids)})",
                                 disable=not progress, unit="chunk"))
     by_cell = {Cell(r["alpha_star"], r["n_train"], r["seed"]): r for rows in results for r in rows}
     return {grid: [by_cell[c] for c in listed] for grid, listed in grid_cells.items()}
 
 
-def run_grid(cfg: PhaseParams, grid: str, model: str, device: torch.device, progress: bool = True) -> list[dict]:
+def run_grid(cfg: PhaseParams, grid: str, model: str, device: torch.device, progress: bool = True,
+             start: Start | None = None) -> list[dict]:
     """Every cell of one grid for one model, as rows of `COLUMNS`, in grid order."""
-    return run_grids(cfg, [grid], model, device, progress)[grid]
+    return run_grids(cfg, [grid], model, device, progress, start)[grid]
 
 
 # --- analysis -----------------------------------------------------------------------------------
@@ -137,6 +153,16 @@ def n_min(rates_over_n: dict[int, float], threshold: float) -> int | None:
             break
         found = n
     return found
+
+
+CENSORED_AT = 2  # a seed's N_min never reached in the grid counts at this many times the grid's largest N (LI-6, LI-7)
+
+
+def n_mins_over(rows: Sequence[dict], column: str, threshold: float) -> dict[float, int | None]:
+    """N_min per value of `column`, as LI-1 reads it over alpha*: over the noise radius (LI-6), over an
+    initial-error level (LI-7). One seed's rows give that seed's N_min (its success rate is 0 or 1)."""
+    relabelled = [dict(row, alpha_star=row[column]) for row in rows]
+    return {value: n_min(rates, threshold) for value, rates in success_rates(relabelled).items()}
 
 
 def fit_exponent(inverse_alpha: Sequence[float], values: Sequence[float | None], ceiling: float) -> float | None:

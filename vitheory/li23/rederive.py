@@ -1,6 +1,7 @@
 """[LI23] stored values re-derived from other raw artifacts, for `python -m vitheory.verify`: LI-3's
-per-seed runs from the logged series, and the phase fits from the phase_diagram runs. The sparsification
-stages store only their runs and settings: nothing there to re-derive."""
+per-seed runs from the logged series, the phase fits from the phase_diagram runs, and LI-7's per-seed N_min
+from the init_error runs. The sparsification stages store only their runs and settings: nothing there to
+re-derive."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from vitheory.core.artifacts import read_json, read_table
 from vitheory.core.config import read_params_file, view
 from vitheory.core.paths import artifact
 from vitheory.core.rederive import Problem, agrees
+from vitheory.li23 import initial_error
 from vitheory.li23.params import PhaseParams
 from vitheory.li23.phase import fit_all
 
@@ -36,4 +38,13 @@ def phase(root: Path) -> list[Problem]:
     return agrees(derived, read_json(root / path), path, "differs from a refit of the phase_diagram runs")
 
 
-CHECKS = (li_vit, phase)
+def init_error(root: Path) -> list[Problem]:
+    """Each seed's N_min per rule and level, from the init_error runs at the threshold the record names."""
+    path = artifact("init_error_metrics")
+    stored = read_json(root / path)
+    rows = read_table(root / artifact("init_error_runs"), initial_error.COLUMNS)
+    derived = {"n_min": initial_error.summarize(rows, stored["success_rate_threshold"])}
+    return agrees(derived, stored, path, f"per-seed N_min differ from {artifact('init_error_runs')}")
+
+
+CHECKS = (li_vit, phase, init_error)
