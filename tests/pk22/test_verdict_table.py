@@ -4,10 +4,12 @@ planted unmet, judged by `evaluate` from artifacts written as the pipeline write
 import pytest
 from verdict_tables import SEEDS, Row, check, missing_rows, params, per_seed, wiggle
 
-from vitheory.core.artifacts import write_table
+import math
+
+from vitheory.core.artifacts import write_json, write_table
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
 from vitheory.core.paths import artifact
-from vitheory.pk22 import feature_maps, hessian, lesion, noise, trainings
+from vitheory.pk22 import feature_maps, frequency, hessian, landscape, lesion, noise, trainings
 from vitheory.pk22.claims import PAPER
 from vitheory.pk22.tables import table_path
 
@@ -162,6 +164,64 @@ def _lesions(margin, cnn_margin=0.0):
     return build
 
 
+# --- PK-10: the loss landscape -----------------------------------------------------------------------
+
+# per model: the curvature a of L = a (alpha^2 + beta^2), a ripple r cos(2 pi alpha) + r cos(2 pi beta) on the
+# plane (negative second differences where it peaks), the permutation line's barrier height
+LANDSCAPE_HOLDS = {"vit": (1.0, 0.3, 0.2), "cnn": (4.0, 0.0, 0.2), "alternet": (2.0, 0.0, 0.2)}
+
+
+def _landscapes(**changes):
+    """8 seeds of each model's slices on a 5 x 5 plane and 9-point lines over [-1, 1], matched loss 0.5:
+    `changes` replaces a model's (a, r, h), each entry a scalar or one per seed."""
+    planted = LANDSCAPE_HOLDS | changes
+
+    def build(root):
+        rows = []
+        for model, (curvature, ripple, barrier) in planted.items():
+            for seed in range(SEEDS):
+                a = per_seed(curvature)[seed] * (1 + wiggle(seed, 1, 0.05))
+                r, h = per_seed(ripple)[seed], per_seed(barrier)[seed]
+                for alpha in landscape.grid(1.0, 5):
+                    for beta in landscape.grid(1.0, 5):
+                        nll = a * (alpha ** 2 + beta ** 2) + r * (math.cos(2 * math.pi * alpha) + math.cos(2 * math.pi * beta))
+                        rows.append((model, seed, landscape.PLANE, 0, alpha, beta, nll, 10.0))
+                for line in range(2):
+                    rows += [(model, seed, landscape.LINE, line, t, 0.0, a * t ** 2, 10.0) for t in landscape.grid(1.0, 9)]
+                rows += [(model, seed, landscape.PERMUTATION, 0, i / 8, 0.0, h * math.sin(math.pi * i / 8), 10.0)
+                         for i in range(9)]
+        write_table(root / artifact("pk_landscape_table"), list(landscape.COLUMNS), rows)
+        write_json(root / artifact("pk_landscape_metrics"), {"device": "cpu", "weight_decay": 0.05, "loss_rise": 0.5,
+                                                              "tolerance": 1e-5, "extent": 1.0})
+    return build
+
+
+# --- PK-11: filtered images and cue conflicts ------------------------------------------------------
+
+# per model: (accuracy on low-passed, on high-passed images, share of conflicts read as the low-pass digit,
+# as the high-pass one); clean accuracy 0.9
+LOW_READER, HIGH_READER = (0.7, 0.2, 0.4, 0.2), (0.3, 0.6, 0.15, 0.45)
+CONTROL_READER = (0.8, 0.1, 0.6, 0.1)
+
+
+def _frequencies(vit=LOW_READER, cnn=HIGH_READER, control=CONTROL_READER):
+    """8 seeds of each model at cutoffs 0.25 and 0.5 (the control's), ten classes; each model's entries a
+    tuple, or a list of one per seed."""
+    def build(root):
+        rows = [(model, seed, cutoff, 0.9, *(v + wiggle(seed, k, 0.01) for k, v in enumerate(per_seed_tuple(entries, seed))))
+                for model, entries in (("vit", vit), ("cnn", cnn), (frequency.CONTROL, control))
+                for seed in range(SEEDS) for cutoff in (0.25, 0.5)]
+        write_table(root / artifact("pk_frequency_table"), list(frequency.COLUMNS), rows)
+        write_json(root / artifact("pk_frequency_metrics"), {"device": "cpu", "classes": 10, "control_cutoff": 0.5})
+    return build
+
+
+def per_seed_tuple(entries, seed):
+    """A model's planted entries on one seed: one tuple for all, or a list of one per seed."""
+    return entries[seed] if isinstance(entries, list) else entries
+
+
+
 ALTERNATING = [-1, 1, -1, 1.1, -1, 1, -1, 1]  # half the seeds each way, the mean slightly positive
 
 ROWS = [
@@ -224,6 +284,25 @@ ROWS = [
     Row("PK-9", _stage_profiles(cnn=DIPS), FAILS, "the CNN's variance largest at each stage's first block"),
     Row("PK-9", _stage_profiles(cnn=[PEAKS, RISES] * (SEEDS // 2)), INCONCLUSIVE,
         "the CNN's variance falls into the next stage on half the seeds and rises on the other half"),
+    # PK-10: paired directions over seeds (exact sign-flip)
+    Row("PK-10", _landscapes(), HOLDS, "the ViT rippled and flatter than the CNN, AlterNet flatter, on every seed"),
+    Row("PK-10", _landscapes(vit=(8.0, 0.3, 0.2)), FAILS, "the ViT curves twice as much as the CNN"),
+    Row("PK-10", _landscapes(vit=(1.0, [0.3, 0.0] * (SEEDS // 2), 0.2)), INCONCLUSIVE,
+        "the ViT's plane rippled on half the seeds, as convex as the CNN's on the others"),
+    Row("PK-10", _landscapes(vit=(8.0, 0.3, 0.0), cnn=(4.0, 0.0, 0.0), alternet=(2.0, 0.0, 0.0)), INCONCLUSIVE,
+        "no barrier on the permutation lines: the control reads no non-convexity",
+        unmet="least_permutation_negative_share", criteria=FAILS),
+    # PK-11: paired directions over seeds; the control and the conflicts' reading as conditions
+    Row("PK-11", _frequencies(), HOLDS, "the ViT reads the low frequencies, the CNN the high, on every seed"),
+    Row("PK-11", _frequencies(vit=HIGH_READER, cnn=LOW_READER), FAILS, "the two models swapped"),
+    Row("PK-11", _frequencies(vit=[(0.7, 0.2, 0.1, 0.5), (0.7, 0.2, 0.5, 0.1)] * (SEEDS // 2)), INCONCLUSIVE,
+        "the ViT follows the low-pass digit less than the CNN on half the seeds, more on the others"),
+    Row("PK-11", _frequencies(vit=HIGH_READER, cnn=LOW_READER, control=(0.8, 0.1, 0.1, 0.6)), INCONCLUSIVE,
+        "the control, trained on low-passed images, follows the high-pass digit", unmet="control_low_cue_share",
+        criteria=FAILS),
+    Row("PK-11", _frequencies(vit=(0.3, 0.6, 0.02, 0.05), cnn=(0.7, 0.2, 0.05, 0.02)), INCONCLUSIVE,
+        "the conflicts read as either digit at chance (7 in 100), the models swapped",
+        unmet="least_cue_decided_over_chance", criteria=FAILS),
 
 ]
 
