@@ -159,3 +159,13 @@ def test_pk11_deciding_quantities_point_the_papers_way():
     assert swapped["vit_minus_cnn_low_reliance"] < 0 and swapped["vit_minus_cnn_low_cue_share"] < 0
     assert cue_quantities({"clean_accuracy": 0.5, "low_accuracy": 0.5, "high_accuracy": 0.0, "low_cue": 0.0,
                            "high_cue": 0.0})["low_cue_share"] is None
+
+
+def test_verify_recomputes_the_planes_points_as_the_stage_wrote_them():
+    model = _tiny("cnn").eval()
+    x, y = _images()
+    rows = landscape.landscape_rows("cnn", 1, model, x, y, CFG)
+    corners = [(0.0, 0.0), (1.0, -1.0)]
+    again = landscape.plane_points("cnn", 1, model, x, y, CFG, corners)
+    stored = {(r[4], r[5]): r for r in rows if r[2] == landscape.PLANE}
+    assert [stored[point] for point in corners] == again

@@ -134,19 +134,36 @@ def grid(extent: float, points: int) -> list[float]:
     return [extent * i / half for i in range(-half, half + 1)]
 
 
+def _directions(origin: dict[str, torch.Tensor], cfg: LandscapeParams, seed: int) -> list[dict[str, torch.Tensor]]:
+    """The plane's and the lines' directions of one seed's model, drawn from `cfg.seed` and the seed."""
+    generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + seed)
+    return [filter_normalised(origin, generator) for _ in range(max(2, cfg.lines))]
+
+
+def plane_points(name: str, seed: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: LandscapeParams,
+                 points: list[tuple[float, float]]) -> list[tuple]:
+    """The plane's rows of `COLUMNS` at `points` (alpha, beta) alone: verify's recomputation."""
+    origin = {key: value.clone() for key, value in model.state_dict().items()}
+    directions = _directions(origin, cfg, seed)
+    rows = []
+    try:
+        for alpha, beta in points:
+            _at(model, origin, [(alpha, directions[0]), (beta, directions[1])])
+            rows.append((name, seed, PLANE, 0, alpha, beta, *point_loss(model, x, y)))
+    finally:
+        model.load_state_dict(origin)
+    return rows
+
+
 def landscape_rows(name: str, seed: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor,
                    cfg: LandscapeParams) -> list[tuple]:
     """Every slice of one model and seed, as rows of `COLUMNS` (`line`: the line's direction, 0 on the
     plane and the permutation line; `beta` 0 off the plane). The model's weights are restored after."""
     origin = {key: value.clone() for key, value in model.state_dict().items()}
-    generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + seed)
-    directions = [filter_normalised(origin, generator) for _ in range(max(2, cfg.lines))]
-    rows = []
+    directions = _directions(origin, cfg, seed)
+    plane = [(alpha, beta) for alpha in grid(cfg.extent, cfg.plane_points) for beta in grid(cfg.extent, cfg.plane_points)]
+    rows = plane_points(name, seed, model, x, y, cfg, plane)
     try:
-        for alpha in grid(cfg.extent, cfg.plane_points):
-            for beta in grid(cfg.extent, cfg.plane_points):
-                _at(model, origin, [(alpha, directions[0]), (beta, directions[1])])
-                rows.append((name, seed, PLANE, 0, alpha, beta, *point_loss(model, x, y)))
         for line in range(cfg.lines):
             for t in grid(cfg.extent, cfg.line_points):
                 _at(model, origin, [(t, directions[line])])
