@@ -4,15 +4,21 @@ claim's "where it holds" from the atlas table, `python -m vitheory.atlas table`,
 import argparse
 from pathlib import Path
 
+import yaml
+
 from vitheory.core.artifacts import atomic_path, write_json
 from vitheory.core.cli import PARAMS_FILE, run_stage
 from vitheory.core.config import ParamsView
 from vitheory.core.paths import artifact
+from vitheory.atlas import not_run
 from vitheory.grid import read_atlas, where_lines
+from vitheory.papers import PAPERS
 from vitheory.params import SECTIONS
+from vitheory.reach import reached_claims
+from vitheory.report import deciding_numbers, devices, evaluate_all, render_report, source_revision, verdicts
+from vitheory.reviewing import read_stage_times, stage_seconds
 
 PARAMS = SECTIONS  # every section: the stage lists the whole params.yaml
-from vitheory.report import deciding_numbers, devices, evaluate_all, render_report, source_revision, verdicts
 
 
 def main(params: ParamsView, args: argparse.Namespace) -> None:
@@ -21,9 +27,13 @@ def main(params: ParamsView, args: argparse.Namespace) -> None:
     write_json(artifact("claims"), {"claims": records})
     write_json(artifact("verdicts"), verdicts(records))
     write_json(artifact("measured"), deciding_numbers(records))
+    raw = yaml.safe_load(PARAMS_FILE.read_text())
+    rows = read_atlas(artifact("atlas_table"))
+    reached = reached_claims((claim for paper in PAPERS for claim in paper.claims), params.atlas.knobs)
+    atlas = where_lines(rows, reached, not_run(raw, rows, stage_seconds(read_stage_times(root))))
     with atomic_path(artifact("report")) as tmp:
         tmp.write_text(render_report(records, params, PARAMS_FILE.read_text(), devices(root),
-                                     source_revision(Path.cwd()), where_lines(read_atlas(artifact("atlas_table")))))
+                                     source_revision(Path.cwd()), atlas))
 
 
 if __name__ == "__main__":

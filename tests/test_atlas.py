@@ -15,9 +15,12 @@ from vitheory.core.config import value_at
 from vitheory.core.errors import ArtifactError, ParamsError
 from vitheory.core.figures import save_png
 from vitheory.grid import COLUMNS, NOT_MEASURED, Point, read_atlas, where_it_holds, where_lines, with_value
+from vitheory.papers import PAPERS
 from vitheory.params import grid_points, parse_params
+from vitheory.reach import reached_claims, rerun_by
 
 KNOB = "generate.li_tokens.alpha_star"
+REACHED = {"LI-X": {KNOB}}  # the planted claim's stages list the knob
 
 
 def _raw(knobs):
@@ -127,12 +130,12 @@ def test_a_planted_flip_is_named_at_its_value():
     rows = _atlas({0.1: FAILS, 0.15: FAILS, 0.2: HOLDS, 0.3: HOLDS})
     assert [(row["value"], row["claim_verdict"], row["default"]) for row in rows] == [
         ("0.2", HOLDS, "true"), ("0.1", FAILS, "false"), ("0.15", FAILS, "false"), ("0.3", HOLDS, "false")]
-    assert where_lines(rows) == {"LI-X": [f"`{KNOB}`: from 0.2"]}
+    assert where_lines(rows, REACHED) == {"LI-X": [f"`{KNOB}`: from 0.2"]}
 
 
 def test_a_planted_inconclusive_point_is_not_read_as_a_flip():
     rows = _atlas({0.1: HOLDS, 0.15: INCONCLUSIVE, 0.2: HOLDS, 0.3: HOLDS})
-    said = where_lines(rows)["LI-X"]
+    said = where_lines(rows, REACHED)["LI-X"]
     assert said[0] == f"`{KNOB}`: everywhere (inconclusive at 0.15: not read as a flip)"
     assert said[1:] == [f"at `{KNOB}` = 0.15, `q > 0`: about 12 seeds per group would decide it"]
 
@@ -144,33 +147,40 @@ def test_a_point_whose_run_failed_is_not_measured_and_says_why():
     failed = [row for row in rows if row["value"] == "0.15"]
     assert [(row["verdict"], row["claim_verdict"], row["measured"], row["failure"]) for row in failed] == [
         (NOT_MEASURED, NOT_MEASURED, "", "error: training loss became nan at step 3")]
-    assert where_lines(rows)["LI-X"] == [
+    assert where_lines(rows, REACHED)["LI-X"] == [
         f"`{KNOB}`: from 0.2 (not measured at 0.15: not read as a flip)",
         f"at `{KNOB}` = 0.15, not measured: error: training loss became nan at step 3"]
 
 
-def test_a_knob_that_leaves_a_claim_as_it_is_gets_no_reading():
-    """LI-Y's records at every alpha* equal the default's (its stages do not read alpha*): no "everywhere"
-    for it, one line naming the knob; LI-X, moved by the same points, keeps its reading. A record that
-    differs in one number, the verdict aside, is moved."""
+def test_a_knob_that_reaches_no_stage_of_a_claim_gets_no_reading_and_one_not_run_reads_not_run():
+    """Issue 64: LI-Y's stages list no alpha* (the reach map, from dvc.yaml): no reading for it, one line naming
+    the knob, even where its record moved; LI-X keeps its reading. A knob with no point run reads "not run"
+    with what is left of it, never "decided at one value only"; one partly run reads and says what is left."""
     default = [_record("LI-X", HOLDS), _record("LI-Y", HOLDS, value=0.5)]
-    found = {Point(KNOB, 0.1): [_record("LI-X", FAILS, value=-1.0), _record("LI-Y", HOLDS, value=0.5)],
+    found = {Point(KNOB, 0.1): [_record("LI-X", FAILS, value=-1.0), _record("LI-Y", HOLDS, value=0.6)],
              Point(KNOB, 0.3): [_record("LI-X", HOLDS, value=2.0), _record("LI-Y", HOLDS, value=0.5)]}
-    rows = [dict(zip(COLUMNS, map(str, row)))
-            for row in atlas_rows(default, {"generate": {"li_tokens": {"alpha_star": 0.2}}}, [KNOB], found)]
-    said = where_lines(rows)
-    assert said["LI-X"] == [f"`{KNOB}`: from 0.2"]
-    assert said["LI-Y"] == [f"the same at every value of `{KNOB}`: each point's record equals the default's "
-                            "(these knobs do not reach what it measures)"]
-    failed = {Point(KNOB, 0.4): "error: training loss became nan at step 3"}  # says nothing of what the knob reaches
-    rows = [dict(zip(COLUMNS, map(str, row)))
-            for row in atlas_rows(default, {"generate": {"li_tokens": {"alpha_star": 0.2}}}, [KNOB], found, failed)]
-    assert where_lines(rows)["LI-Y"] == said["LI-Y"]
-    assert where_lines(rows)["LI-X"][0] == f"`{KNOB}`: from 0.2 (not measured at 0.4: not read as a flip)"
-    found[Point(KNOB, 0.3)][1] = _record("LI-Y", HOLDS, value=0.6)
-    rows = [dict(zip(COLUMNS, map(str, row)))
-            for row in atlas_rows(default, {"generate": {"li_tokens": {"alpha_star": 0.2}}}, [KNOB], found)]
-    assert where_lines(rows)["LI-Y"] == [f"`{KNOB}`: everywhere"]
+    other = "generate.li_tokens.noise_radius"
+    raw = {"generate": {"li_tokens": {"alpha_star": 0.2, "noise_radius": 0.8}}}
+    rows = [dict(zip(COLUMNS, map(str, row))) for row in atlas_rows(default, raw, [KNOB, other], found)]
+    left = {other: "not run at 0.1, 0.5: each point about 55 s", KNOB: "not run at 0.4: each point about 55 s"}
+    said = where_lines(rows, {"LI-X": {KNOB, other}, "LI-Y": {other}}, left)
+    assert said["LI-X"] == [f"`{KNOB}`: from 0.2", f"`{KNOB}`: not run at 0.4: each point about 55 s",
+                            f"`{other}`: not run (not run at 0.1, 0.5: each point about 55 s)"]
+    assert said["LI-Y"] == [f"`{other}`: not run (not run at 0.1, 0.5: each point about 55 s)",
+                            f"not reached by `{KNOB}`: no stage its numbers pass through lists them (dvc.yaml), so "
+                            "no point of theirs can move it"]
+    assert not any("decided at one value only" in line for lines in said.values() for line in lines)
+
+
+def test_the_reach_of_a_knob_is_read_from_the_stages_a_claim_passes_through():
+    """[LI23]'s phase grids read no li_tokens key: alpha* reaches LI-3 (train_li_vit) and not LI-1; the sample
+    size of [JSL22] reaches JSL-2; the image data's fraction reruns every image training and analysis."""
+    claims = {claim.id: claim for paper in PAPERS for claim in paper.claims}
+    reached = reached_claims([claims["LI-1"], claims["LI-3"], claims["JSL-2"]], [KNOB, "generate.spatial.n_train"])
+    assert reached == {"LI-1": set(), "LI-3": {KNOB}, "JSL-2": {"generate.spatial.n_train"}}
+    assert {"prepare_images", "train_real@vit-natural", "pk_train", "pk_analysis", "report"} <= \
+        rerun_by("images.train_fraction")
+    assert "train_real@vit-natural" not in rerun_by(KNOB)
 
 
 def test_the_figure_draws_every_claim_at_every_point(tmp_path):
@@ -204,7 +214,7 @@ def test_the_committed_atlas_holds_every_claim_at_the_default_of_every_knob_and_
                                                                               "units": {"seeds": 3}, "margin": 1.0,
                                                                               "source": "ours: x", "origin": "ours"}}}
     plain = report.claim_section(record, "r", 0.95)
-    assert report.claim_section(record, "r", 0.95, where_lines([]).get("LI-X", ())) == plain
+    assert report.claim_section(record, "r", 0.95, where_lines([], REACHED).get("LI-X", ())) == plain
     shown = report.claim_section(record, "r", 0.95, [f"`{KNOB}`: from 0.2"])
     assert f"- `{KNOB}`: from 0.2" in shown and len(shown) == len(plain) + 4
 
@@ -250,7 +260,7 @@ def test_the_table_reads_each_finished_experiment_of_head_from_its_commit(tmp_pa
     assert make_table(tmp_path) == []
     rows = read_atlas(tmp_path / "reports/atlas/atlas.csv")
     assert {(row["claim"], row["value"]) for row in rows} == {(r["id"], v) for r in claims for v in ("0.1", "0.2", "0.3")}
-    assert where_lines(rows)["LI-3"][0] == f"`{KNOB}`: from 0.2"
+    assert where_lines(rows, {"LI-3": {KNOB}})["LI-3"][0] == f"`{KNOB}`: from 0.2"
     assert (tmp_path / "reports/atlas/atlas.png").is_file()
     (tmp_path / "NOTES.md").write_text("docs only\n")  # a later commit has no experiments of its own...
     _git(tmp_path, "add", "NOTES.md")

@@ -12,6 +12,7 @@ from vitheory.core.artifacts import read_json, write_json, write_table
 from vitheory.core.paths import artifact, run_name, runs
 from vitheory.papers import PAPERS
 from vitheory.pk22 import trainings
+from vitheory.reach import writers
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -171,7 +172,7 @@ def test_the_claim_map_lists_every_stage_upstream_of_a_claims_tables():
     for claim, listed in rows.items():
         for name, stage in graph.items():
             if name.split("@")[0] in listed - {"render", "report"}:
-                writers = {w.split("@")[0] for dep in stage.get("deps", []) for w in reviewing._writers(Path(dep))}
+                writers = {w.split("@")[0] for dep in stage.get("deps", []) for w in writers(Path(dep))}
                 assert writers - {"check_params"} <= listed, (claim, name, writers - listed)
     assert {"phase_diagram", "phase_fit"} <= rows["LI-1"] and {"train_real", "pk_train", "pk_analysis"} <= rows["PK-2"]
 

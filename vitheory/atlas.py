@@ -62,7 +62,10 @@ from vitheory.core.rederive import Problem
 from vitheory.grid import COLUMNS, NOT_MEASURED, Point, knob_value, points, read_atlas, value_text
 from vitheory.params import DEFAULT_PATH, parse_params
 from vitheory.params import grid_points as checked_points
+from vitheory.measured import duration
+from vitheory.reach import rerun_by
 from vitheory.report import power_line
+from vitheory.reviewing import read_stage_times, stage_seconds
 
 DEFAULT = "default"
 VERDICT_COLOURS = {HOLDS: "#4daf4a", FAILS: "#e41a1c", INCONCLUSIVE: "#bdbdbd", NOT_MEASURED: "#404040"}
@@ -105,6 +108,29 @@ def queue_commands(grid_points: Sequence[Point], done: Mapping[str, str]) -> lis
     """The `dvc exp run --queue` command of every point not yet finished."""
     return [["dvc", "exp", "run", "--queue", "-S", point.setting, "--name", point.name]
             for point in grid_points if point.name not in done]
+
+
+def point_cost(knob: str, seconds: Mapping[str, float]) -> str:
+    """What one point of `knob` costs: the committed run's times of the stages it reruns (vitheory.reach),
+    an upper bound (a stage whose inputs come out the same comes back from the run-cache)."""
+    rerun = sorted(rerun_by(knob))
+    untimed = [stage for stage in rerun if stage not in seconds]
+    said = f"about {duration(sum(seconds.get(stage, 0.0) for stage in rerun))} of stage time"
+    if untimed:
+        said += f" and {len(untimed)} stages the committed run did not time ({', '.join(untimed)})"
+    return f"{said}: the committed run's times of the {len(rerun)} stages it reruns, an upper bound"
+
+
+def not_run(raw: Mapping[str, Any], rows: Sequence[Mapping[str, str]], seconds: Mapping[str, float]) -> dict[str, str]:
+    """Each knob of the grid -> its values that no point of the table measured (or failed at), with what each
+    point costs and the command that queues it."""
+    ran = {(row["knob"], row["value"]) for row in rows if row["default"] == "false"}
+    left: dict[str, list[Any]] = {}
+    for point in points(parse_params(raw).atlas, raw):
+        if (point.knob, value_text(point.value)) not in ran:
+            left.setdefault(point.knob, []).append(point.value)
+    return {knob: (f"not run at {', '.join(map(value_text, values))}: each point {point_cost(knob, seconds)}; "
+                   "`python -m vitheory.atlas queue` queues it") for knob, values in left.items()}
 
 
 def point_rows(records: Sequence[Mapping[str, Any]], knob: str, value: Any,
@@ -300,9 +326,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{artifact('atlas_table')}, {artifact('atlas_figure')} written"
                   + (f"; not run yet: {', '.join(missing)}" if missing else "; every point of the grid ran"))
             return 0
-        commands_left = queue_commands(checked_points(read_params_file(root / DEFAULT_PATH)), experiments(root)[0])
-        for command in commands_left:
-            print(shlex.join(command))
+        grid_points, done = checked_points(read_params_file(root / DEFAULT_PATH)), experiments(root)[0]
+        seconds = stage_seconds(read_stage_times(root))
+        left = [point for point in grid_points if point.name not in done]
+        for point, command in zip(left, queue_commands(grid_points, done)):
+            print(f"{shlex.join(command)}  # {point_cost(point.knob, seconds)}")
             if not args.dry:
                 subprocess.run([sys.executable, "-m", *command], cwd=root, check=True)
     except VitheoryError as err:

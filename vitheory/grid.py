@@ -12,9 +12,9 @@ stage reads that table, when it has rows, for each claim's "where it holds" line
 Where a claim holds along a knob (`where_it_holds`) is read from its verdicts at the knob's values in
 order: the smallest value from which on it holds at every larger decided one, "everywhere" or "nowhere
 in the grid". An inconclusive point decides nothing: it is named with its power line, never read as a
-flip. A knob that leaves a claim's whole record as it is at the default at each of its values (it does
-not reach the stages the claim reads) gets no reading: the claim's lines name it among those it is the
-same along.
+flip. A claim has a line along a knob only where the knob reaches it, a dependency of a stage its numbers
+pass through (vitheory.reach, from dvc.yaml); the knobs that do not are named in one line. A knob none of
+whose points has run reads "not run", with what running it costs.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import copy
 import csv
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -186,30 +186,34 @@ def claim_lines(rows: Sequence[Mapping[str, str]]) -> Iterator[tuple[str, str, l
         yield claim, key, [(value, by_value[value_text(value)]) for value in values]
 
 
-def where_lines(rows: Sequence[Mapping[str, str]]) -> dict[str, list[str]]:
-    """Each claim's "where it holds" along every knob that moved it, one line naming the knobs that did not
-    (at each of their points its record equals the default's), then the power line of each inconclusive
-    point a knob moved and the error of each failed one."""
-    # (claim, knob) -> the `unchanged` of its other measured points: which stages a knob reaches does not
-    # depend on its value, so a failed point leaves the reading to the others
-    unchanged: dict[tuple[str, str], set[str]] = {}
-    for row in rows:
-        if row["default"] == "false" and not row["failure"]:
-            unchanged.setdefault((row["claim"], row["knob"]), set()).add(row["unchanged"])
-    unmoved = {line for line, flags in unchanged.items() if flags == {"true"}}
+def where_lines(rows: Sequence[Mapping[str, str]], reached: Mapping[str, Collection[str]],
+                not_run: Mapping[str, str] | None = None) -> dict[str, list[str]]:
+    """Each claim's "where it holds" along every knob that reaches it (`reached`: claim -> the knobs that a
+    stage its numbers pass through lists, vitheory.reach), one line naming the grid's knobs that do not,
+    then the power line of each inconclusive point and the error of each failed one. `not_run`: knob ->
+    what is left to run of it (its values, their cost, the command); a knob none of whose points ran
+    reads "not run", never "decided at one value only"."""
+    not_run = not_run or {}
+    ran = {row["knob"] for row in rows if row["default"] == "false"}  # measured or failed
     said: dict[str, list[str]] = {}
     for claim, key, line in claim_lines(rows):
-        if (claim, key) not in unmoved:
-            said.setdefault(claim, []).append(f"`{key}`: {where_it_holds(line)}")
-    lines_in_order = list(dict.fromkeys((row["claim"], row["knob"]) for row in rows))
+        if key not in reached.get(claim, ()):
+            continue
+        if key not in ran:
+            said.setdefault(claim, []).append(f"`{key}`: not run ({not_run.get(key, 'no point of it in the table')})")
+            continue
+        said.setdefault(claim, []).append(f"`{key}`: {where_it_holds(line)}")
+        if key in not_run:
+            said[claim].append(f"`{key}`: {not_run[key]}")
+    knobs = list(dict.fromkeys(row["knob"] for row in rows))
     for claim in dict.fromkeys(row["claim"] for row in rows):
-        keys = [key for line_claim, key in lines_in_order if line_claim == claim and (claim, key) in unmoved]
-        if keys:
+        unreached = [key for key in knobs if key not in reached.get(claim, ())]
+        if unreached:
             said.setdefault(claim, []).append(
-                "the same at every value of " + ", ".join(f"`{key}`" for key in keys)
-                + ": each point's record equals the default's (these knobs do not reach what it measures)")
+                "not reached by " + ", ".join(f"`{key}`" for key in unreached)
+                + ": no stage its numbers pass through lists them (dvc.yaml), so no point of theirs can move it")
     for row in rows:
-        if (row["claim"], row["knob"]) in unmoved:
+        if row["knob"] not in reached.get(row["claim"], ()):
             continue
         if row["power_line"] and row["default"] == "false":
             said[row["claim"]].append(f"at `{row['knob']}` = {row['value']}, {row['power_line']}")

@@ -38,7 +38,7 @@ from vitheory.core.claims import Claim, labelled_checks
 from vitheory.core.artifacts import read_json
 from vitheory.core.cli import TIMINGS
 from vitheory.core.figures import read_frame
-from vitheory.core.paths import ROOT, outputs, stages
+from vitheory.core.paths import ROOT, stages
 from vitheory.core.paths import artifact
 from vitheory.images.params import REAL_MODELS
 from vitheory.jsl22.figures import real_runs
@@ -46,6 +46,7 @@ from vitheory.measured import MEASURED, Measurement, duration, load_measured
 from vitheory.papers import PAPERS
 from vitheory.pipeline import direct_imports, stage_script
 from vitheory.pk22 import trainings
+from vitheory.reach import claim_data, upstream
 from vitheory.report import fmt, interval_text
 
 GUIDE = Path("docs/REVIEWING.md")
@@ -66,32 +67,6 @@ def _link(path: Path) -> str:
     return f"[`{path.as_posix()}`](../{path.as_posix()})"
 
 
-@functools.cache  # asked of the same paths for every claim
-def _writers(path: Path) -> list[str]:
-    """The stages whose outputs are `path`, hold it, or lie inside it (a folder of per-run files)."""
-    return [name for name, stage in stages().items()
-            if any(out == path or out in path.parents or path in out.parents for out in map(Path, outputs(stage)))]
-
-
-def _upstream(paths: list[Path]) -> set[str]:
-    """Every stage that `paths` pass through in dvc.yaml's graph: the stages that write them, then,
-    recursively, those that write their deps. check_params, which every stage depends on and which
-    computes nothing, is left out."""
-    graph = stages()
-    found: set[str] = set()
-    todo = list(paths)
-    while todo:
-        for name in _writers(todo.pop()):
-            if name not in found and name != "check_params":
-                found.add(name)
-                todo += [Path(dep) for dep in graph[name].get("deps", []) if _writers(Path(dep))]
-    return found
-
-
-def _data(claim: Claim) -> list[Path]:
-    return [path for path in claim.evidence if path.suffix != ".png"]
-
-
 def _passed(upstream: set[str]) -> list[str]:
     """The stages a claim's numbers pass through (`upstream` of the tables it reads), in dvc.yaml's order; a
     matrix stage by its name, all its runs meant."""
@@ -109,9 +84,9 @@ def claim_map() -> str:
              "| --- | --- | --- | --- | --- | --- |"]
     for paper in PAPERS:
         for claim in paper.claims:
-            data = _data(claim)
+            data = claim_data(claim)
             figures = [path for path in claim.evidence if path.suffix == ".png"]
-            passed = _passed(_upstream(data)) + (["render"] if figures else []) + ["report"]
+            passed = _passed(upstream(data)) + (["render"] if figures else []) + ["report"]
             lines.append(f"| {claim.id} | [{paper.key}] | {', '.join(f'`{s}`' for s in passed)} | "
                          f"{'<br>'.join(map(_link, data))} | {'<br>'.join(map(_link, figures))} | "
                          f"`reports/claims.json` id {claim.id}; REPORT.md claims table and section {claim.id} |")
@@ -170,9 +145,9 @@ def claim_code() -> str:
     lines = ["| claim | stages | science | tests |", "| --- | --- | --- | --- |"]
     for paper in PAPERS:
         for claim in paper.claims:
-            upstream = _upstream(_data(claim))
-            science = _science(claim, upstream)
-            cells = (", ".join(f"`{name}`" for name in _passed(upstream)),
+            passed_through = upstream(claim_data(claim))
+            science = _science(claim, passed_through)
+            cells = (", ".join(f"`{name}`" for name in _passed(passed_through)),
                      ", ".join(f"`{module.removeprefix('vitheory/')}`" for module in science),
                      ", ".join(f"`{test}`" for test in _tests(claim, science)))
             lines.append(f"| {claim.id} | {' | '.join(cells)} |")
