@@ -172,8 +172,8 @@ def test_the_claim_map_lists_every_stage_upstream_of_a_claims_tables():
     for claim, listed in rows.items():
         for name, stage in graph.items():
             if name.split("@")[0] in listed - {"render", "report"}:
-                writers = {w.split("@")[0] for dep in stage.get("deps", []) for w in writers(Path(dep))}
-                assert writers - {"check_params"} <= listed, (claim, name, writers - listed)
+                upstream = {w.split("@")[0] for dep in stage.get("deps", []) for w in writers(Path(dep))}
+                assert upstream - {"check_params"} <= listed, (claim, name, upstream - listed)
     assert {"phase_diagram", "phase_fit"} <= rows["LI-1"] and {"train_real", "pk_train", "pk_analysis"} <= rows["PK-2"]
 
 
