@@ -144,7 +144,10 @@ TINY = {"generate.li_tokens.n_train": 64, "generate.li_tokens.n_test": 64,
         "real.models.vit.width": 16, "real.models.vit_positional.width": 16,
         "sparsify_real.finetune_epochs": 1, "sparsify_real.spurious.epochs": 1,
         "pk.n_images": 50, "pk.hessian_batches": 1, "pk.hessian_batch_size": 16, "pk.hessian_top": 2,
-        "pk.hessian_tol": 0.01, "pk.hessian_density_steps": 4, "pk.hessian_deflate": 2, "pk.hessian_density_probes": 2, "pk_train.fractions": [0.5], "pk_train.alternet.widths": [8, 16], "real.models.cnn.widths": [8, 16]}
+        "pk.hessian_tol": 0.01, "pk.hessian_density_steps": 4, "pk.hessian_deflate": 2, "pk.hessian_density_probes": 2, "pk_train.fractions": [0.5], "pk_train.alternet.widths": [8, 16], "real.models.cnn.widths": [8, 16],
+        "pk_landscape.n_images": 16, "pk_landscape.plane_points": 3, "pk_landscape.line_points": 5,
+        "pk_landscape.lines": 1, "pk_frequency.cutoffs": [0.25, 0.5], "pk_frequency.control_cutoff": 0.5,
+        "pk_frequency.control_epochs": 1}
 
 
 def _run(cmd, cwd, check=True, env=None):
