@@ -7,7 +7,7 @@ from verdict_tables import SEEDS, Row, check, missing_rows, params, per_seed, wi
 from vitheory.core.artifacts import write_json, write_table
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
 from vitheory.core.paths import artifact
-from vitheory.li23 import noise_sweep, phase, sparsify, token_keeping
+from vitheory.li23 import initial_error, noise_sweep, phase, sparsify, token_keeping
 from vitheory.li23.claims import PAPER
 
 # --- LI-1, LI-2: the phase grids ------------------------------------------------------------------
@@ -129,6 +129,29 @@ def _noise_sweep(n_mins=GROWING):
     return build
 
 
+# --- LI-7: N_min against the initial model error ----------------------------------------------------
+
+SIGMAS, SHARES = (0.0, 1.0, 2.0), (0.5, 1.0)
+RISING_SIGMA = {0.0: 2, 1.0: 8, 2.0: 32}
+CONTROL_RISES = {0.5: 2, 1.0: 8}
+
+
+def _init_error(n_mins=RISING_SIGMA, control=CONTROL_RISES):
+    """8 seeds' runs over sigma (the rule) and the share towards a trained model (the positive control): a seed
+    succeeds from its N_min on at each level (a dict, or one per seed; None or beyond the grid: never)."""
+    def build(root):
+        rows = [(rule, level, "vit", 0.2, n, seed, 0.0 if reached else 0.3, 10, 10 if reached else -1, int(reached))
+                for rule, levels, per_rule in ((initial_error.VALUE, SIGMAS, n_mins),
+                                               (initial_error.TRAINED, SHARES, control))
+                for seed, start in enumerate(per_seed(per_rule)) for level in levels for n in SWEEP_N
+                for reached in [start[level] is not None and n >= start[level]]]
+        write_table(root / artifact("init_error_runs"), list(initial_error.COLUMNS), rows)
+        write_json(root / artifact("init_error_metrics"), {
+            "n_train": list(SWEEP_N), "success_rate_threshold": 0.5,
+            "reference": {"n_train": 128, "test_error": [0.0] * SEEDS}})
+    return build
+
+
 ROWS = [
     # LI-1: N_min's direction over alpha* (a step statistic: the bootstrap over seeds)
     Row("LI-1", _phase(), HOLDS, "N_min falls as alpha* grows on every seed; the CNN never reaches zero error at 0.1"),
@@ -195,6 +218,19 @@ ROWS = [
     Row("LI-6", _noise_sweep({0.2: 1, 0.5: 8, 0.8: 32}), INCONCLUSIVE,
         "N_min grows with tau, but from the grid's floor at the smallest tau: the grid may set that end",
         unmet="n_min_above_floor_at_smallest_noise", criteria=HOLDS),
+    # LI-7: per seed, log(N_min at the largest sigma / at the smallest), the sign-flip test; the control likewise
+    Row("LI-7", _init_error(), HOLDS, "N_min 2, 8, 32 as sigma grows on every seed; the control rises on every seed"),
+    Row("LI-7", _init_error([RISING_SIGMA] * (SEEDS - 1) + [{0.0: 4, 1.0: 4, 2.0: 4}]), HOLDS,
+        "7 seeds rise and one ties"),
+    Row("LI-7", _init_error({0.0: 32, 1.0: 8, 2.0: 2}), FAILS, "N_min falls as sigma grows on every seed"),
+    Row("LI-7", _init_error([RISING_SIGMA, {0.0: 8, 1.0: 8, 2.0: 2}] * (SEEDS // 2)), INCONCLUSIVE,
+        "half the seeds rise 16x, half fall 4x: the sign-flip test cannot say"),
+    Row("LI-7", _init_error({0.0: 1, 1.0: 8, 2.0: 32}), INCONCLUSIVE,
+        "N_min grows with sigma, but from the grid's floor at sigma = 0", unmet="n_min_above_floor_at_smallest_error",
+        criteria=HOLDS),
+    Row("LI-7", _init_error({0.0: 32, 1.0: 8, 2.0: 2}, control={0.5: 8, 1.0: 8}), INCONCLUSIVE,
+        "N_min falls with sigma, but the positive control ties on every seed: the measure saw nothing where it must",
+        unmet="control_log_n_min_largest_over_smallest_share", criteria=FAILS),
 ]
 
 
