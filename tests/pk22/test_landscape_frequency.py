@@ -169,3 +169,60 @@ def test_verify_recomputes_the_planes_points_as_the_stage_wrote_them():
     again = landscape.plane_points("cnn", 1, model, x, y, CFG, corners)
     stored = {(r[4], r[5]): r for r in rows if r[2] == landscape.PLANE}
     assert [stored[point] for point in corners] == again
+
+
+def _planted_root(root):
+    """A root with the prepared images, one seed of tiny ViT, CNN and AlterNet checkpoints, PK-10's and
+    PK-11's tables written from them, and params.yaml's sections at that size."""
+    import yaml
+
+    from vitheory.core.artifacts import write_table
+    from vitheory.core.checkpoint import save_checkpoint, seed_folder
+    from vitheory.core.paths import ROOT, artifact
+    from vitheory.images.training import load_images
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["real"]["seeds"] = 1
+    params["pk_landscape"] |= {"n_images": 8, "plane_points": 3, "line_points": 5, "lines": 1}
+    params["pk_frequency"] |= {"cutoffs": [0.25, 0.5], "control_cutoff": 0.5}
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    (root / artifact("images")).parent.mkdir(parents=True)
+    (root / artifact("images")).symlink_to(ROOT / artifact("images"))
+    data = load_images(root / artifact("images"), ("train", "test"), torch.device("cpu"))
+    size = data.image_size
+    torch.manual_seed(0)
+    models = {"vit": SmallViT(image_size=size, channels=1, n_classes=data.n_classes, patch=2, depth=1, heads=2,
+                              width=8, mlp_ratio=2, attention="vanilla", pool="cls"),
+              "cnn": SmallResNet(channels=1, n_classes=data.n_classes, widths=[4, 8], blocks=[1, 1]),
+              "alternet": AlterNet(image_size=size, channels=1, n_classes=data.n_classes, widths=[4, 8],
+                                   blocks=[1, 2], attention=[0, 1], heads=2)}
+    folders = {"vit": artifact("real_models") / "vit_natural", "cnn": artifact("real_models") / "cnn_natural",
+               "alternet": artifact("pk_models") / "alternet"}
+    for name, model in models.items():
+        save_checkpoint(root / folders[name] / seed_folder(0), model.eval(), {"seed": 0})
+    save_checkpoint(root / artifact("pk_frequency_models") / seed_folder(0), models["cnn"], {"seed": 0})
+    cfg = landscape.LandscapeParams(**params["pk_landscape"])
+    x, y = landscape.fixed_batch(data.x["train"], data.y["train"], 8, params["real"]["shift"], params["real"]["hflip"],
+                                 cfg.seed)
+    write_table(root / artifact("pk_landscape_table"), landscape.COLUMNS,
+                [row for name, model in models.items() for row in landscape.landscape_rows(name, 0, model, x, y, cfg)])
+    fcfg = frequency.FrequencyParams(cutoffs=(0.25, 0.5), control_cutoff=0.5, control_epochs=1, seed=0)
+    write_table(root / artifact("pk_frequency_table"), frequency.COLUMNS,
+                [row for name in ("vit", "cnn", frequency.CONTROL)
+                 for row in frequency.frequency_rows(name, 0, models["cnn" if name == frequency.CONTROL else name],
+                                                     data.x["test"], data.y["test"], fcfg)])
+
+
+def test_verify_rederives_both_tables_and_names_a_changed_value(tmp_path):
+    from vitheory.core.artifacts import read_table, write_table
+    from vitheory.core.paths import artifact
+    from vitheory.pk22 import rederive
+
+    _planted_root(tmp_path)
+    assert rederive.pk_landscape(tmp_path) == [] and rederive.pk_frequency(tmp_path) == []
+    path = tmp_path / artifact("pk_landscape_table")
+    rows = [list(row.values()) for row in read_table(path, landscape.COLUMNS)]
+    rows[0][6] += 0.01  # one plane corner's NLL
+    write_table(path, landscape.COLUMNS, [tuple(row) for row in rows])
+    problems = rederive.pk_landscape(tmp_path)
+    assert len(problems) == 1 and "vit seed 0's NLL" in problems[0].text
