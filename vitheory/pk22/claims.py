@@ -389,8 +389,8 @@ def plane_negative_share(plane: np.ndarray, rise: float | None, tolerance: float
     along_beta = plane[1:-1, :-2] - 2 * middle + plane[1:-1, 2:]
     centre = plane[len(plane) // 2, len(plane) // 2]
     inside = np.ones_like(middle, dtype=bool) if rise is None else middle - centre <= rise
-    return float(((along_alpha < -tolerance) & inside).sum() + ((along_beta < -tolerance) & inside).sum()) / (
-        2 * inside.sum())
+    negative = ((along_alpha < -tolerance) & inside).sum() + ((along_beta < -tolerance) & inside).sum()
+    return float(negative / (2 * inside.sum()))
 
 
 def line_negative_share(line: np.ndarray, tolerance: float) -> float:

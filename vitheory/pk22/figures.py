@@ -210,8 +210,9 @@ def pk_landscape_figure(slices: pd.DataFrame, weight_decay: float) -> plt.Figure
     table["rise"] = table.loss.to_numpy() - centre.loc[list(zip(table.model, table.seed))].to_numpy()
     models = list(dict.fromkeys(table.model))
     plane = table[table.slice == landscape.PLANE].groupby(["model", "alpha", "beta"]).rise.mean().reset_index()
-    top = float(plane.rise.max())
-    levels = np.linspace(0, top, 15) if top > 0 else np.linspace(0, 1, 15)
+    # one scale for every model; a point below its centre (the centre need not be the slice's lowest) stays on it
+    low, top = min(0.0, float(plane.rise.min())), float(plane.rise.max())
+    levels = np.linspace(low, top if top > low else low + 1, 15)
     fig, axes = plt.subplots(1, len(models) + 1, figsize=(4.2 * (len(models) + 1), 4.0), layout="constrained")
     for ax, model in zip(axes, models):
         mine = plane[plane.model == model].pivot(index="beta", columns="alpha", values="rise")
@@ -224,7 +225,7 @@ def pk_landscape_figure(slices: pd.DataFrame, weight_decay: float) -> plt.Figure
         for _, one in lines[lines.model == model].groupby(["seed", "line"]):
             axes[-1].plot(one.alpha, one.rise, color=model_colour(model), lw=0.8, alpha=0.6)
         axes[-1].plot([], [], color=model_colour(model), label=PK_MODELS[model])
-    axes[-1].set(xlabel="step along a line's direction", ylabel="loss above the centre", yscale="symlog",
+    axes[-1].set(xlabel="step along a line's direction", ylabel="loss above the centre",
                  title="1-D lines (each seed and line)")
     axes[-1].legend(fontsize="small")
     fig.suptitle("Loss landscapes on filter-normalised directions (PK-10)", fontsize="small")
