@@ -342,8 +342,8 @@ def _pk10_regime(params: Any) -> str:
             f"dataset {dataset_named(params.images)}. One batch of {cfg.n_images} training images, shifted once by up "
             f"to {real.shift} px as in training, at every point; the loss NLL + {real.weight_decay} x (sum over "
             f"parameters of ||p||), the official plot's. Directions as the official code draws them (normalised "
-            f"over dim 0, entries of fewer than 2 dimensions and the positional encodings left still); a "
-            f"{cfg.plane_points} x {cfg.plane_points} plane and {cfg.lines} lines of {cfg.line_points} points over "
+            f"over dim 0, entries of fewer than 2 dimensions and the positional encodings left still); a plane of "
+            f"{cfg.plane_points} x {cfg.plane_points} points and {cfg.lines} lines of {cfg.line_points} points over "
             f"[-{cfg.extent:g}, {cfg.extent:g}]; matched loss: {cfg.loss_rise:g} nats above each model's centre; a "
             f"second difference below -{cfg.tolerance:g} counts as negative; the control, the line from each "
             f"checkpoint to itself with its first residual branch's hidden units reversed, {cfg.line_points} points.")
