@@ -376,3 +376,27 @@ def test_the_table_never_measures_fewer_points_than_the_workspaces_without_being
     assert rederive(tmp_path)[1].startswith("1 of its 1 points have no record of this run's claims")
     assert main(["table", "--fewer"]) == 0
     assert {row["value"] for row in read_atlas(tmp_path / "reports/atlas/atlas.csv")} == {"0.2"}
+
+
+def test_a_point_outside_a_premise_of_the_theorem_is_named_so_and_not_read_as_a_flip():
+    """Issue 64: JSL-1 at D = 36, where the linear model errs under Theorem 3.1's 1/8 (its premise fails), is
+    outside the theorem's premise: left out of the reading and named, not a failure of the claim."""
+    def judged(value, verdict, premise_verdict):
+        record = _record("JSL-X", verdict, value=value)
+        premise = {**record["criteria"]["q > 0"], "verdict": premise_verdict, "premise": True}
+        return {**record, "conditions": {"glm >= 0.125": premise}}
+
+    knob = "generate.spatial.n_patches"
+    found = {Point(knob, 36): [judged(0.3, INCONCLUSIVE, FAILS)], Point(knob, 100): [judged(0.9, HOLDS, HOLDS)]}
+    rows = [dict(zip(COLUMNS, map(str, row))) for row in
+            atlas_rows([judged(1.0, HOLDS, HOLDS)], {"generate": {"spatial": {"n_patches": 64}}}, [knob], found)]
+    assert {row["criterion"] for row in rows} == {"q > 0", "premise: glm >= 0.125"}
+    assert where_lines(rows, {"JSL-X": {knob}})["JSL-X"] == [
+        f"`{knob}`: everywhere (outside the theorem's premise at 36: not read as a flip)"]
+
+
+def test_a_premise_is_the_papers():
+    from vitheory.core.claims import Criterion
+
+    with pytest.raises(ValueError, match="a premise is the paper's"):
+        Criterion("q", ">=", 0.1, "ours: a floor we chose", "mean", premise=True)

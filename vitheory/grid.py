@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
+from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, PREMISE_LABEL
 from vitheory.core.config import Section, knob, set_value_at, value_at
 from vitheory.core.errors import ArtifactError, ParamsError
 
@@ -103,6 +103,7 @@ def line_order(values: Sequence[Any]) -> list[Any]:
 
 UNDECIDED = "undecided"
 NOT_MEASURED = "not measured"  # a point whose experiment failed (a training diverged): no verdict there
+OUTSIDE = "outside the premise"  # a point where a premise of the paper's theorem fails (Criterion.premise)
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ class Where:
     value: Any = None
     inconclusive: tuple[Any, ...] = ()
     unmeasured: tuple[Any, ...] = ()
+    outside: tuple[Any, ...] = ()
 
     def __str__(self) -> str:
         text = self.said if self.value is None else f"{self.said} {value_text(self.value)}"
@@ -122,7 +124,8 @@ class Where:
             return f"{text}: inconclusive at every value ({', '.join(map(value_text, self.inconclusive))})"
         if self.said == UNDECIDED:
             text += ": decided at no value"
-        for values, what in ((self.inconclusive, "inconclusive"), (self.unmeasured, "not measured")):
+        for values, what in ((self.inconclusive, "inconclusive"), (self.unmeasured, "not measured"),
+                             (self.outside, "outside the theorem's premise")):
             if values:
                 text += f" ({what} at " + ", ".join(map(value_text, values)) + ": not read as a flip)"
         return text
@@ -133,12 +136,13 @@ def where_it_holds(line: Sequence[tuple[Any, str]]) -> Where:
     from the smallest value on which it holds at every larger decided value; up to a value when it holds
     below and fails above; everywhere; nowhere in the grid. Inconclusive values are left out of the
     reading and named, and so are values not measured."""
-    unknown = {verdict for _, verdict in line} - {HOLDS, FAILS, INCONCLUSIVE, NOT_MEASURED}
+    unknown = {verdict for _, verdict in line} - {HOLDS, FAILS, INCONCLUSIVE, NOT_MEASURED, OUTSIDE}
     if unknown:
-        raise ValueError(f"unknown verdicts {sorted(unknown)}: expected {HOLDS}, {FAILS}, {INCONCLUSIVE} or "
-                         f"{NOT_MEASURED}")
+        raise ValueError(f"unknown verdicts {sorted(unknown)}: expected {HOLDS}, {FAILS}, {INCONCLUSIVE}, "
+                         f"{NOT_MEASURED} or {OUTSIDE}")
     left_out = {"inconclusive": tuple(value for value, verdict in line if verdict == INCONCLUSIVE),
-                "unmeasured": tuple(value for value, verdict in line if verdict == NOT_MEASURED)}
+                "unmeasured": tuple(value for value, verdict in line if verdict == NOT_MEASURED),
+                "outside": tuple(value for value, verdict in line if verdict == OUTSIDE)}
     decided = [(value, verdict == HOLDS) for value, verdict in line if verdict in (HOLDS, FAILS)]
     holds = [held for _, held in decided]
     if not decided:
@@ -176,11 +180,20 @@ def read_atlas(path: str | Path) -> list[dict[str, str]]:
         return list(reader)
 
 
+def outside_premise(rows: Sequence[Mapping[str, str]]) -> set[tuple[str, str, str]]:
+    """(claim, knob, value) of every point where a premise of the claim's theorem does not hold."""
+    return {(row["claim"], row["knob"], row["value"]) for row in rows
+            if row["criterion"].startswith(PREMISE_LABEL) and row["verdict"] != HOLDS}
+
+
 def claim_lines(rows: Sequence[Mapping[str, str]]) -> Iterator[tuple[str, str, list[tuple[Any, str]]]]:
-    """(claim, knob, [(value, claim verdict)] in the knob's order) for every claim and knob of the table."""
+    """(claim, knob, [(value, claim verdict)] in the knob's order) for every claim and knob of the table; OUTSIDE
+    where a premise does not hold."""
     verdicts: dict[tuple[str, str], dict[str, str]] = {}
     for row in rows:
         verdicts.setdefault((row["claim"], row["knob"]), {})[row["value"]] = row["claim_verdict"]
+    for claim, key, value in outside_premise(rows):  # a failed premise makes the point inconclusive; say why
+        verdicts[claim, key][value] = OUTSIDE
     for (claim, key), by_value in verdicts.items():
         values = line_order([json.loads(value) for value in by_value])
         yield claim, key, [(value, by_value[value_text(value)]) for value in values]
@@ -212,10 +225,11 @@ def where_lines(rows: Sequence[Mapping[str, str]], reached: Mapping[str, Collect
             said.setdefault(claim, []).append(
                 "not reached by " + ", ".join(f"`{key}`" for key in unreached)
                 + ": no stage its numbers pass through lists them (dvc.yaml), so no point of theirs can move it")
+    outside = outside_premise(rows)
     for row in rows:
         if row["knob"] not in reached.get(row["claim"], ()):
             continue
-        if row["power_line"] and row["default"] == "false":
+        if row["power_line"] and row["default"] == "false" and (row["claim"], row["knob"], row["value"]) not in outside:
             said[row["claim"]].append(f"at `{row['knob']}` = {row['value']}, {row['power_line']}")
         if row["failure"]:
             said[row["claim"]].append(f"at `{row['knob']}` = {row['value']}, not measured: {row['failure']}")

@@ -46,9 +46,10 @@ from vitheory.core.paths import artifact
 from vitheory.core.planning import AFFORDABLE_SEEDS, POWER, seeds_needed
 
 __all__ = ["AFFORDABLE_SEEDS", "FAILS", "HOLDS", "INCONCLUSIVE", "POWER", "THRESHOLD_SOURCES", "Claim", "Criterion",
-           "Paper", "Variant", "claim_verdict", "decide", "evaluate", "intervals", "labelled_checks"]
+           "PREMISE_LABEL", "Paper", "Variant", "claim_verdict", "decide", "evaluate", "intervals", "labelled_checks"]
 
 CONDITION_LABEL = "condition: "  # what precedes a condition's label where it is listed with the criteria
+PREMISE_LABEL = "premise: "  # ... and a premise's, a condition the paper's theorem assumes (Criterion.premise)
 SYNTHETIC, REAL = "synthetic", "real"  # a claim's data: a paper's synthetic data model, or real images
 
 
@@ -121,10 +122,12 @@ def intervals(claim: Claim, samples: Samples, cfg: IntervalSettings, setting: st
 
 
 def labelled_checks(judged: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(label, check) of every criterion, then every condition (its label after CONDITION_LABEL), of one
-    judged setting of a claims.json record: how the report, the README and the decisive preset name them."""
+    """(label, check) of every criterion, then every condition (its label after CONDITION_LABEL, a premise's
+    after PREMISE_LABEL), of one judged setting of a claims.json record: how the report, the README and the
+    decisive preset name them."""
     return [*judged["criteria"].items(),
-            *((f"{CONDITION_LABEL}{name}", check) for name, check in judged["conditions"].items())]
+            *((f"{PREMISE_LABEL if check.get('premise') else CONDITION_LABEL}{name}", check)
+              for name, check in judged["conditions"].items())]
 
 
 def claim_verdict(verdicts: Sequence[str], conditions: Sequence[str] = ()) -> str:
@@ -152,6 +155,8 @@ def _checks(criteria: Sequence[Criterion], measurement: Measurement, found: dict
             check["p_values"] = {"greater": interval.p_values[0], "smaller": interval.p_values[1]}
         if c.kind == STEP:
             check["unmeasured_resamples"] = interval.unmeasured
+        if c.premise:
+            check["premise"] = True
         if c.smallest_effect is not None:
             check["smallest_effect"] = {"value": c.smallest_effect, "source": c.smallest_effect_source}
             if verdict == FAILS and c.negligible(interval.ends):

@@ -27,7 +27,9 @@ class Criterion:
     (a reviewer must never read a threshold of ours as the paper's). `kind` (a key of `METHODS`) chooses
     the interval; `group` names the units a share, median or paired quantity is taken over; `bounds` is the
     quantity's range, which its interval never leaves. A `smallest_effect` (with its own source) lets an
-    interval lying wholly within it of the threshold decide "does not hold"."""
+    interval lying wholly within it of the threshold decide "does not hold". A `premise` is a claim's
+    condition that the paper's theorem assumes (its source is the paper): where it fails, the claim is
+    outside the theorem's domain, which the atlas reads apart from an inconclusive point."""
 
     quantity: str
     op: Literal[">=", "<=", ">", "<"]
@@ -38,6 +40,7 @@ class Criterion:
     bounds: tuple[float, float] = UNBOUNDED
     smallest_effect: float | None = None
     smallest_effect_source: str = ""
+    premise: bool = False
 
     def __post_init__(self) -> None:
         if not self.source.startswith(THRESHOLD_SOURCES) or not self.source.partition(": ")[2].strip():
@@ -48,6 +51,8 @@ class Criterion:
         if (self.kind in GROUPED) != (self.group is not None):
             raise ValueError(f"criterion {self}: a {self.kind} quantity "
                              + ("names the group of units it is taken over" if self.group is None else "takes no group"))
+        if self.premise and self.origin != "paper":
+            raise ValueError(f"criterion {self}: a premise is the paper's: its source says 'paper: <where>'")
         if self.smallest_effect is not None and not (
                 self.smallest_effect > 0 and self.smallest_effect_source.startswith(THRESHOLD_SOURCES)):
             raise ValueError(f"criterion {self}: a smallest effect is positive and names its source")
