@@ -138,6 +138,8 @@ TINY = {"generate.li_tokens.n_train": 64, "generate.li_tokens.n_test": 64,
         "transfer.n_train": [8, 16], "transfer.n_test": 50, "transfer.finetune_steps": 10,
         "handbuilt.pos_dim": 16, "pos_dim_sweep.pos_dims": [4, 8], "pos_dim_sweep.seeds": 2,
         "noise_sweep.n_train": [1, 2, 8], "noise_sweep.seeds": 2,
+        "init_error.n_train": [1, 2], "init_error.reference_n_train": 6, "init_error.seeds": 2,
+        "init_error.value_error": [0.0, 1.0],
         # the 8 x 8 digits (the quick preset's): the mechanics, at a quarter of the cluttered default's tokens
         "images.dataset": "digits", "sparsify_real.keep_tokens": [12, 8], "pk.frequencies": [0.0, 0.5, 1.0],
         "images.train_fraction": 0.1, "real.seeds": 2, "real.epochs": 1,

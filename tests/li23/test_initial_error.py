@@ -2,7 +2,9 @@
 re-derivation, and the direction the claim measures."""
 
 import math
+import pickle
 from dataclasses import replace
+from functools import partial
 
 import pytest
 import torch
@@ -56,6 +58,17 @@ def test_sigma_moves_every_patterns_value_embedding_by_exactly_sigma_and_nothing
     still = _vit(default_params)
     displace_value(3, still, sigma=0.0, perturbation_seed=1000)
     assert torch.equal(still.W_V, default.W_V)
+
+
+def test_a_start_travels_to_a_worker_process(default_params):
+    """The phase trainer sends each chunk's start to a worker process (one per core): it must pickle."""
+    trained = {name: torch.randn_like(p) for name, p in _vit(default_params).named_parameters()}
+    for start in (partial(displace_value, sigma=0.5, perturbation_seed=1000), partial(towards, share=0.5,
+                                                                                        references={3: trained})):
+        here, there = _vit(default_params), _vit(default_params)
+        start(3, here)
+        pickle.loads(pickle.dumps(start))(3, there)
+        assert all(torch.equal(a, b) for a, b in zip(here.parameters(), there.parameters()))
 
 
 def test_towards_a_trained_model_interpolates_every_weight(default_params):

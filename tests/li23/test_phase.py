@@ -80,9 +80,9 @@ def test_a_cell_in_two_grids_trains_once_and_is_a_row_of_each(tiny_phase, monkey
     cfg = replace(tiny_phase, grids=replace(tiny_phase.grids, wide=wide))
     trained = []
 
-    def counting(cfg, model, chunk, device, threads):
+    def counting(cfg, model, chunk, device, threads, start=None):
         trained.extend(chunk)
-        return run_chunk(cfg, model, chunk, device, threads)
+        return run_chunk(cfg, model, chunk, device, threads, start)
 
     monkeypatch.setattr(phase, "chunk_plan", lambda n, device: (4, 1))  # in this process, so it is counted
     monkeypatch.setattr(phase, "run_chunk", counting)

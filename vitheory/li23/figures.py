@@ -168,7 +168,7 @@ def sparsify_real_figure(runs: pd.DataFrame) -> plt.Figure:
 
 
 INIT_ERROR_PANELS = {initial_error.VALUE: "the rule: W_V^(0) = I + sigma R", initial_error.TRAINED:
-                     "positive control: from a trained ViT W* towards the default start"}
+                     "positive control: from a trained W* to the default start"}
 INIT_ERROR_AXES = {initial_error.VALUE: "initial value-embedding error sigma",
                    initial_error.TRAINED: "share of the way from W* back to the default start"}
 
