@@ -31,6 +31,11 @@ def main(params: ParamsView, args: argparse.Namespace) -> None:
     rows = read_atlas(artifact("atlas_table"))
     reached = reached_claims((claim for paper in PAPERS for claim in paper.claims), params.atlas.knobs)
     atlas = where_lines(rows, reached, not_run(raw, rows, stage_seconds(read_stage_times(root))))
+    for claim, lines in atlas.items():
+        figure = artifact("atlas_claim_figures") / f"{claim}.png"
+        if figure.is_file():  # made with the table (`python -m vitheory.atlas table`)
+            lines.append(f"its numbers along these knobs: ![{claim} along the knobs that reach it]"
+                         f"({figure.relative_to(artifact('report').parent).as_posix()})")
     with atomic_path(artifact("report")) as tmp:
         tmp.write_text(render_report(records, params, PARAMS_FILE.read_text(), devices(root),
                                      source_revision(Path.cwd()), atlas))

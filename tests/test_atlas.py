@@ -197,7 +197,29 @@ def test_the_figure_marks_a_point_that_leaves_a_claim_as_at_the_default():
     found = {Point(KNOB, 0.1): [_record("LI-X", FAILS, value=-1.0), _record("LI-Y", HOLDS)]}
     fig = atlas_figure(atlas_rows(default, {"generate": {"li_tokens": {"alpha_star": 0.2}}}, [KNOB], found))
     marks = [(text.get_position(), text.get_text()) for text in fig.axes[0].texts]
-    assert marks == [((1.5, 1.5), "=")]  # LI-Y (row 1) at alpha* = 0.1 (column 1); never the default column
+    assert marks == [((0.5, 1.5), "=")]  # LI-Y (row 1) at alpha* = 0.1 (column 0, before the default's 0.2)
+
+
+def test_the_matrix_orders_each_knobs_points_by_value_and_frames_the_default_in_its_place():
+    rows = _atlas({0.3: HOLDS, 0.1: FAILS, 0.2: HOLDS, 0.15: FAILS})
+    fig = atlas_figure([[row[column] for column in COLUMNS] for row in rows])
+    ax = fig.axes[0]
+    assert [label.get_text() for label in ax.get_xticklabels()] == [f"{KNOB}={v}" for v in ("0.1", "0.15", "0.2", "0.3")]
+    assert [patch.get_x() for patch in ax.patches if patch.get_linewidth() == 2] == [2]
+
+
+def test_a_claims_figure_draws_each_check_along_each_knob_that_reached_it_with_its_threshold():
+    from vitheory.atlas import claim_figure
+
+    rows = _atlas({0.1: FAILS, 0.15: INCONCLUSIVE, 0.2: HOLDS, 0.3: HOLDS})
+    fig = claim_figure(rows, "LI-X", [KNOB])
+    (ax,) = fig.axes
+    assert [line.get_ydata()[0] for line in ax.get_lines() if line.get_linestyle() == "--"] == [0.0]  # q > 0
+    points, ringed = ax.collections[-2:]
+    assert len(points.get_offsets()) == 4 and ringed.get_offsets().tolist() == [[0.2, 1.0]]
+    assert claim_figure(rows, "LI-X", []) is None  # no knob reaches it: no figure
+    only_default = [row for row in rows if row["default"] == "true"]
+    assert claim_figure(only_default, "LI-X", [KNOB]) is None  # no point of the knob ran
 
 
 def test_the_committed_atlas_holds_every_claim_at_the_default_of_every_knob_and_the_report_shows_where(default_params):

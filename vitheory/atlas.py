@@ -36,6 +36,7 @@ import argparse
 import csv
 import hashlib
 import io
+import itertools
 import json
 import shlex
 import subprocess
@@ -59,11 +60,12 @@ from vitheory.core.errors import ArtifactError, ParamsError, VitheoryError
 from vitheory.core.figures import save_png, set_theme
 from vitheory.core.paths import artifact
 from vitheory.core.rederive import Problem
-from vitheory.grid import COLUMNS, NOT_MEASURED, Point, knob_value, points, read_atlas, value_text
+from vitheory.grid import COLUMNS, NOT_MEASURED, Point, knob_value, line_order, points, read_atlas, value_text
 from vitheory.params import DEFAULT_PATH, parse_params
 from vitheory.params import grid_points as checked_points
 from vitheory.measured import duration
-from vitheory.reach import rerun_by
+from vitheory.papers import PAPERS
+from vitheory.reach import reached_claims, rerun_by
 from vitheory.report import power_line
 from vitheory.reviewing import read_stage_times, stage_seconds
 
@@ -219,13 +221,14 @@ def measured_points(rows: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:
 
 
 def atlas_figure(rows: Sequence[Sequence[Any]]) -> plt.Figure:
-    """Claims as rows, points as columns (the default first, marked), each cell the claim's verdict, marked
-    "=" where the point left the claim's record as at the default."""
+    """Claims as rows, points as columns grouped by knob and in value order within each (the default point in
+    its place on every knob's line, framed), each cell the claim's verdict, marked "=" where the point left
+    the claim's record as at the default."""
     table = pd.DataFrame(rows, columns=COLUMNS)
-    table["point"] = [DEFAULT if default == "true" else f"{knob}={value}"
-                      for knob, value, default in zip(table["knob"], table["value"], table["default"])]
-    table = table.drop_duplicates(["claim", "point"])  # the default point sits on every knob's line
-    order = [DEFAULT] + [point for point in dict.fromkeys(table["point"]) if point != DEFAULT]
+    table["point"] = [f"{knob}={value}" for knob, value in zip(table["knob"], table["value"])]
+    order = [f"{knob}={value_text(value)}" for knob in dict.fromkeys(table["knob"])
+             for value in line_order([json.loads(v) for v in dict.fromkeys(table.loc[table["knob"] == knob, "value"])])]
+    table = table.drop_duplicates(["claim", "point"])
     claims = list(dict.fromkeys(table["claim"]))
     codes = {verdict: index for index, verdict in enumerate(VERDICT_COLOURS)}
     grid = (table.assign(code=table["claim_verdict"].map(codes))
@@ -234,16 +237,57 @@ def atlas_figure(rows: Sequence[Sequence[Any]]) -> plt.Figure:
     sns.heatmap(grid.astype(float), ax=ax, cmap=ListedColormap(list(VERDICT_COLOURS.values())), vmin=-0.5,
                 vmax=len(codes) - 0.5, cbar=False, linewidths=0.5, linecolor="white", mask=grid.isna())
     same = table.pivot(index="claim", columns="point", values="unchanged").reindex(index=claims, columns=order)
-    for row, claim in enumerate(claims):  # a point whose knob does not reach the claim repeats the default
-        for column, point in enumerate(order[1:], start=1):
+    defaults = set(table.loc[table["default"] == "true", "point"])
+    for column, point in enumerate(order):
+        if point in defaults:
+            ax.add_patch(plt.Rectangle((column, 0), 1, len(claims), fill=False, edgecolor="black", linewidth=2))
+            continue
+        for row, claim in enumerate(claims):  # a point whose knob does not reach the claim repeats the default
             if same.loc[claim, point] == "true":
                 ax.text(column + 0.5, row + 0.5, "=", ha="center", va="center", fontsize="small", color="white")
-    ax.add_patch(plt.Rectangle((0, 0), 1, len(claims), fill=False, edgecolor="black", linewidth=2))
-    ax.set_xlabel("point (one knob from the default, which is framed; =: the claim's record as at the default)")
+    ax.set_xlabel("point (one knob from the default, framed on each knob's line; =: the claim's record as at the "
+                  "default)")
     ax.set_ylabel("claim")
     ax.set_xticks(np.arange(len(order)) + 0.5, order, rotation=60, ha="right")
     ax.legend(handles=[Patch(color=colour, label=verdict) for verdict, colour in VERDICT_COLOURS.items()],
               loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    return fig
+
+
+def threshold_of(label: str) -> float:
+    """The threshold a check's label ends with (`q >= 0.125`, `condition: q <= 0.1`)."""
+    return float(label.rsplit(" ", 1)[1])
+
+
+def claim_figure(rows: Sequence[Mapping[str, str]], claim: str, knobs: Sequence[str]) -> plt.Figure | None:
+    """One claim along the knobs that reach it: each criterion's and condition's measured value (a panel row
+    each) against each knob's values (a panel column each), with its interval, its threshold (dashed) and
+    the default point (ringed); a point's colour is its verdict. None when no point of these knobs ran."""
+    table = pd.DataFrame([row for row in rows if row["claim"] == claim and row["knob"] in knobs
+                          and row["claim_verdict"] != NOT_MEASURED])
+    if table.empty or not (table["default"] == "false").any():
+        return None
+    knobs = [knob for knob in knobs if (table.loc[table["knob"] == knob, "default"] == "false").any()]
+    labels = list(dict.fromkeys(table["criterion"]))
+    fig, axes = plt.subplots(len(labels), len(knobs), figsize=(3.2 * len(knobs), 2.2 * len(labels)),
+                             squeeze=False, sharex="col")
+    for (row, label), (column, knob) in itertools.product(enumerate(labels), enumerate(knobs)):
+        ax, line = axes[row][column], table[(table["criterion"] == label) & (table["knob"] == knob)]
+        x = np.array([json.loads(value) for value in line["value"]], dtype=float)
+        y, low, high = (pd.to_numeric(line[key], errors="coerce").to_numpy() for key in ("measured", "low", "high"))
+        ax.errorbar(x, y, yerr=[np.clip(y - low, 0, None), np.clip(high - y, 0, None)], fmt="none",
+                    ecolor="0.4", capsize=3)
+        ax.scatter(x, y, c=[VERDICT_COLOURS[verdict] for verdict in line["verdict"]], zorder=3)
+        ringed = (line["default"] == "true").to_numpy()
+        ax.scatter(x[ringed], y[ringed], s=160, facecolors="none", edgecolors="black", zorder=4)
+        ax.axhline(threshold_of(label), linestyle="--", color="0.2", linewidth=1)
+        if x.min() > 0 and x.max() / x.min() >= 8:
+            ax.set_xscale("log", base=2)
+        ax.set_title(label if column == 0 else "", fontsize="small", loc="left")
+        ax.set_xlabel(knob if row == len(labels) - 1 else "")
+    fig.suptitle(f"{claim} along the knobs that reach it (interval bars; dashed: the threshold; ringed: the "
+                 "default; colour: the verdict)", fontsize="small")
+    fig.tight_layout()
     return fig
 
 
@@ -277,7 +321,25 @@ def make_table(root: Path, rev: str = "HEAD", fewer: bool = False) -> list[str]:
     write_table(table, COLUMNS, rows)
     set_theme(params.render.context)
     save_png(atlas_figure(rows), root / artifact("atlas_figure"), params.render.dpi)
+    write_claim_figures(root, [dict(zip(COLUMNS, map(str, row))) for row in rows], list(params.atlas.knobs),
+                        params.render.dpi)
     return [point.name for point in grid_points if point not in found and point not in failed_points]
+
+
+def write_claim_figures(root: Path, rows: Sequence[Mapping[str, str]], knobs: Sequence[str], dpi: int) -> None:
+    """reports/atlas/claims/<claim>.png for every claim a point of a knob that reaches it measured; the
+    folder holds nothing else (a claim no point measures any more loses its figure)."""
+    folder = root / artifact("atlas_claim_figures")
+    reached = reached_claims((claim for paper in PAPERS for claim in paper.claims), knobs)
+    made = set()
+    for claim in dict.fromkeys(row["claim"] for row in rows):
+        fig = claim_figure(rows, claim, [knob for knob in knobs if knob in reached.get(claim, ())])
+        if fig is not None:
+            save_png(fig, folder / f"{claim}.png", dpi)
+            made.add(f"{claim}.png")
+    for stale in folder.glob("*.png") if folder.is_dir() else ():
+        if stale.name not in made:
+            stale.unlink()
 
 
 def rederive(root: Path) -> tuple[list[Problem], str | None]:
