@@ -30,7 +30,8 @@ def main(params: ParamsView, args: argparse.Namespace) -> None:
     raw = yaml.safe_load(PARAMS_FILE.read_text())
     rows = read_atlas(artifact("atlas_table"))
     reached = reached_claims((claim for paper in PAPERS for claim in paper.claims), params.atlas.knobs)
-    atlas = where_lines(rows, reached, not_run(raw, rows, stage_seconds(read_stage_times(root))))
+    atlas = where_lines(rows, reached, not_run(raw, rows, stage_seconds(read_stage_times(root))),
+                        params.report.confidence)
     for claim, lines in atlas.items():
         figure = artifact("atlas_claim_figures") / f"{claim}.png"
         if figure.is_file():  # made with the table (`python -m vitheory.atlas table`)

@@ -2,7 +2,10 @@
 planted verdicts, the table and figure from planted claims.json records, and the report's lines."""
 
 import json
+import math
 import subprocess
+
+import numpy as np
 
 import pytest
 import yaml
@@ -422,3 +425,55 @@ def test_a_premise_is_the_papers():
 
     with pytest.raises(ValueError, match="a premise is the paper's"):
         Criterion("q", ">=", 0.1, "ours: a floor we chose", "mean", premise=True)
+
+
+def _share_rows(counts, seeds=20, threshold=0.5, default=2048):
+    """JSL-X's rows along the sample size: `counts` (n -> seeds meeting the definition) as a share criterion."""
+    knob = "generate.spatial.n_train"
+    label = f"seeds_meeting >= {threshold}"
+
+    def record(meeting):
+        share = meeting / seeds
+        check = {"verdict": HOLDS if share >= threshold + 0.3 else FAILS if share <= threshold - 0.3 else INCONCLUSIVE,
+                 "interval": [max(share - 0.2, 0), min(share + 0.2, 1)], "quantity": "seeds_meeting",
+                 "kind": "share", "units": {"vit": seeds}}
+        return {"id": "JSL-X", "verdict": check["verdict"], "measured": {"seeds_meeting": share},
+                "criteria": {label: check}, "conditions": {}}
+
+    found = {Point(knob, n): [record(k)] for n, k in counts.items() if n != default}
+    rows = atlas_rows([record(counts[default])], {"generate": {"spatial": {"n_train": default}}}, [knob], found)
+    return knob, [dict(zip(COLUMNS, map(str, row))) for row in rows]
+
+
+def test_where_a_share_of_seeds_turns_along_a_knob_is_located_with_its_interval():
+    """Issue 64: JSL-2's share of seeds meeting Definition 2.2, 3 of 20 at 2,048 and 19 of 20 at 8,192: the line
+    names the crossing of 0.5 from a logistic fit with a seed-resampled interval, between the values where
+    the verdict turns; a share that never turns gets none."""
+    from vitheory.grid import share_crossing
+
+    knob, rows = _share_rows({1024: 1, 2048: 3, 2896: 6, 4096: 12, 5793: 16, 8192: 19})
+    said = where_lines(rows, {"JSL-X": {knob}})["JSL-X"]
+    assert said[0] == f"`{knob}`: from 5793 (inconclusive at 2896, 4096: not read as a flip)"
+    at, low, high = share_crossing([(1024, 1, 20), (2048, 3, 20), (2896, 6, 20), (4096, 12, 20), (5793, 16, 20),
+                                    (8192, 19, 20)], 0.5, 0.95, draws=200)
+    assert 2896 < low < at < high < 5793
+    assert said[1].startswith(f"`{knob}`: `seeds_meeting >= 0.5` crosses its threshold at about {at:,.0f} [")
+    _, flat = _share_rows({1024: 19, 2048: 18, 8192: 20})
+    assert not any("crosses" in line for line in where_lines(flat, {"JSL-X": {knob}})["JSL-X"])
+
+
+def test_the_crossings_interval_covers_at_its_level_at_the_seeds_we_use():
+    """A known logistic curve crossing 0.5 at n = 3,500, 20 seeds at each of six sample sizes (JSL-2's
+    spatial.seeds and the grid's n_train line): the seed-resampled interval covers the truth about 95% of
+    the time (50 trials; three standard errors of Monte Carlo left free)."""
+    from scipy import special
+
+    from vitheory.grid import share_crossing
+
+    sizes, truth = [1024, 2048, 2896, 4096, 5793, 8192], 3500.0
+    chance = special.expit(3.0 * (np.log2(sizes) - np.log2(truth)))
+    rng = np.random.default_rng(7)
+    covered = [low <= truth <= high for low, high in
+               (share_crossing(list(zip(sizes, rng.binomial(20, chance), [20] * 6)), 0.5, 0.95, draws=200)[1:]
+                for _ in range(50))]
+    assert np.mean(covered) >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / 50)

@@ -147,16 +147,18 @@ def point_rows(records: Sequence[Mapping[str, Any]], knob: str, value: Any,
         unchanged = str(json.dumps(record, sort_keys=True) == as_text.get(record["id"])).lower()  # NaN equals NaN
         for label, check in labelled_checks(record):
             low, high = check["interval"]
+            counts = list((check.get("units") or {}).values())
             rows.append([record["id"], label, knob, value_text(value), str(baseline is None).lower(),
                          check["verdict"], record["verdict"], record["measured"][check["quantity"]], low, high,
-                         power_line(label, check) or "", "", unchanged])
+                         power_line(label, check) or "", "", unchanged, check.get("kind", ""),
+                         counts[0] if len(counts) == 1 else ""])
     return rows
 
 
 def failed_rows(records: Sequence[Mapping[str, Any]], knob: str, value: Any, failure: str) -> list[list[Any]]:
     """A failed point's rows: each claim of `records` (the default point's) not measured, with the run's error."""
     return [[record["id"], "", knob, value_text(value), "false", NOT_MEASURED, NOT_MEASURED, "", "", "", "", failure,
-             "false"] for record in records]
+             "false", "", ""] for record in records]
 
 
 def atlas_rows(default: Sequence[Mapping[str, Any]], default_params: Mapping[str, Any],

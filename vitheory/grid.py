@@ -22,11 +22,15 @@ from __future__ import annotations
 import copy
 import csv
 import json
+import math
 import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+from scipy import optimize, special
 
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, PREMISE_LABEL
 from vitheory.core.config import Section, knob, set_value_at, value_at
@@ -167,7 +171,8 @@ def where_it_holds(line: Sequence[tuple[Any, str]]) -> Where:
 # claim, verdicts NOT_MEASURED and the run's error in `failure`; `unchanged` true where the claim's whole
 # claims.json record equals the default point's (the knob did not reach what the claim measures)
 COLUMNS = ("claim", "criterion", "knob", "value", "default", "verdict", "claim_verdict", "measured", "low",
-           "high", "power_line", "failure", "unchanged")
+           "high", "power_line", "failure", "unchanged", "kind", "units")  # kind: the interval's (METHODS);
+# units: how many the quantity is taken over (a share's seeds), empty where its group is not one
 
 
 def read_atlas(path: str | Path) -> list[dict[str, str]]:
@@ -178,6 +183,51 @@ def read_atlas(path: str | Path) -> list[dict[str, str]]:
             raise ArtifactError(f"{path}: columns {reader.fieldnames} are not {list(COLUMNS)}: remake it with "
                                 "`python -m vitheory.atlas table`")
         return list(reader)
+
+
+def share_crossing(line: Sequence[tuple[float, int, int]], threshold: float, confidence: float,
+                   draws: int = 2000) -> tuple[float, float, float]:
+    """Where a share of seeds crosses `threshold` along a knob: `line` holds (value, seeds meeting, seeds) per
+    point; a logistic fit of each seed's outcome against log2 of the value, and its percentile interval at
+    `confidence` with every point's seeds resampled (a binomial draw at its share). A resample whose fit
+    does not rise crosses nowhere: its crossing counts as past the grid's largest value (inf)."""
+    x = np.log2([value for value, _, _ in line])
+    meeting, seeds = (np.array([point[i] for point in line], dtype=float) for i in (1, 2))
+
+    def crossing(k: np.ndarray) -> float:
+        def loss(ab: np.ndarray) -> float:  # binomial log-likelihood; the small ridge keeps separation finite
+            z = ab[0] + ab[1] * x
+            return float(np.sum(seeds * np.logaddexp(0, z) - k * z) + 1e-3 * ab[1] ** 2)
+
+        a, b = optimize.minimize(loss, np.zeros(2), method="BFGS").x
+        return float(2 ** ((special.logit(threshold) - a) / b)) if b > 0 else math.inf
+
+    rng = np.random.default_rng(0)
+    resampled = [crossing(rng.binomial(seeds.astype(int), meeting / seeds)) for _ in range(draws)]
+    low, high = np.quantile(resampled, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return crossing(meeting), float(low), float(high)
+
+
+def crossing_lines(rows: Sequence[Mapping[str, str]], reached: Mapping[str, Collection[str]],
+                   confidence: float) -> dict[tuple[str, str], str]:
+    """(claim, knob) -> where each share criterion of the claim crosses its threshold along the knob, where
+    its verdicts turn there (it holds at some values and not at others)."""
+    said: dict[tuple[str, str], str] = {}
+    lines: dict[tuple[str, str, str], list[Mapping[str, str]]] = {}
+    for row in rows:
+        if row["kind"] == "share" and row["units"] and row["knob"] in reached.get(row["claim"], ()):
+            lines.setdefault((row["claim"], row["knob"], row["criterion"]), []).append(row)
+    for (claim, key, label), line in lines.items():
+        if {row["verdict"] for row in line} >= {HOLDS, FAILS} and len(line) >= 3:
+            points = [(float(json.loads(row["value"])), round(float(row["measured"]) * int(row["units"])),
+                       int(row["units"])) for row in line]
+            at, low, high = share_crossing(points, float(label.rsplit(" ", 1)[1]), confidence)
+            largest = max(value for value, _, _ in points)
+            ends = ", ".join(f"{end:,.0f}" if end <= largest else f"past {largest:,.0f}" for end in (low, high))
+            said[claim, key] = (f"`{label}` crosses its threshold at about {at:,.0f} [{ends}] (a logistic fit of "
+                                f"each seed's outcome against log2 of the value, its seeds resampled; "
+                                f"{confidence:.0%} percentile interval)")
+    return said
 
 
 def outside_premise(rows: Sequence[Mapping[str, str]]) -> set[tuple[str, str, str]]:
@@ -200,7 +250,7 @@ def claim_lines(rows: Sequence[Mapping[str, str]]) -> Iterator[tuple[str, str, l
 
 
 def where_lines(rows: Sequence[Mapping[str, str]], reached: Mapping[str, Collection[str]],
-                not_run: Mapping[str, str] | None = None) -> dict[str, list[str]]:
+                not_run: Mapping[str, str] | None = None, confidence: float = 0.95) -> dict[str, list[str]]:
     """Each claim's "where it holds" along every knob that reaches it (`reached`: claim -> the knobs that a
     stage its numbers pass through lists, vitheory.reach), one line naming the grid's knobs that do not,
     then the power line of each inconclusive point and the error of each failed one. `not_run`: knob ->
@@ -208,6 +258,7 @@ def where_lines(rows: Sequence[Mapping[str, str]], reached: Mapping[str, Collect
     reads "not run", never "decided at one value only"."""
     not_run = not_run or {}
     ran = {row["knob"] for row in rows if row["default"] == "false"}  # measured or failed
+    crossings = crossing_lines(rows, reached, confidence)
     said: dict[str, list[str]] = {}
     for claim, key, line in claim_lines(rows):
         if key not in reached.get(claim, ()):
@@ -216,6 +267,8 @@ def where_lines(rows: Sequence[Mapping[str, str]], reached: Mapping[str, Collect
             said.setdefault(claim, []).append(f"`{key}`: not run ({not_run.get(key, 'no point of it in the table')})")
             continue
         said.setdefault(claim, []).append(f"`{key}`: {where_it_holds(line)}")
+        if (claim, key) in crossings:
+            said[claim].append(f"`{key}`: {crossings[claim, key]}")
         if key in not_run:
             said[claim].append(f"`{key}`: {not_run[key]}")
     knobs = list(dict.fromkeys(row["knob"] for row in rows))
