@@ -17,6 +17,7 @@ from vitheory.core.errors import ParamsError
 from vitheory.core.intervals import SETTINGS_GROUP
 from vitheory.core.paths import artifact
 from vitheory.li23 import initial_error, rederive
+from vitheory.li23 import phase as phase_module
 from vitheory.li23.claims import PAPER, _li7_statistics
 from vitheory.li23.initial_error import (
     TRAINED,
@@ -88,7 +89,9 @@ def _tiny(default_params, **changes):
     return replace(sweep, **changes), phase
 
 
-def test_the_sweep_trains_the_default_start_once_as_a_row_of_both_rules_and_records_what_it_set(default_params):
+def test_the_sweep_trains_the_default_start_once_as_a_row_of_both_rules_and_records_what_it_set(default_params,
+                                                                                              monkeypatch):
+    monkeypatch.setattr(phase_module, "chunk_plan", lambda n, device: (n, 1))  # in this process: a start pickles
     sweep, phase = _tiny(default_params)
     rows, record = run_sweep(sweep, phase, torch.device("cpu"))
     assert len(rows) == 2 * 2 * len(sweep.n_train) * sweep.seeds
