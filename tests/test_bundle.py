@@ -192,3 +192,44 @@ def test_a_bundle_of_another_run_is_refused_and_the_one_unpacked_before_stays(cl
     assert err.startswith(f"error: {tar}: not the run this clone's dvc.lock names (it lacks 2 of the run's outputs")
     assert err.endswith(f"use the bundle made at commit {commit} (`vitheory-run-{commit}.tar`)")
     assert earlier.read_text() == "an earlier bundle's file"
+
+
+TWO_STAGES = """\
+stages:
+  data:
+    cmd: python -c "import pathlib; pathlib.Path('data.bin').write_bytes(bytes(range(64)))"
+    outs:
+      - data.bin
+  train:
+    cmd: python -c "import pathlib; pathlib.Path('model.bin').write_bytes(pathlib.Path('data.bin').read_bytes() * 2)"
+    deps:
+      - data.bin
+    outs:
+      - model.bin
+"""
+
+
+def test_a_published_run_comes_with_the_clone_and_rebuilds_only_its_quick_stages(tmp_path, monkeypatch, capsys):
+    """Issue 65: `publish` pushes the slow stages' outputs (train: no recorded time) into the repository's own
+    remote, not the quick ones (data: 0.1 s); a fresh clone's `dvc pull --allow-missing && dvc repro` rebuilds
+    the data only, and everything hashes as dvc.lock says. A second run's publish drops the first's files."""
+    repo = tmp_path / "repo"
+    (repo / "docs").mkdir(parents=True)
+    (repo / "dvc.yaml").write_text(TWO_STAGES)
+    (repo / "docs/stage_times.yaml").write_text("- stage: data\n  seconds: 0.1\n")
+    run_and_commit(repo)
+    code, said, err = _main(repo, monkeypatch, capsys, "publish")
+    assert code == 0 and said.startswith("dvc-remote/: 1 files of 1 outputs") and "0 of an earlier run" in said, err
+    _run(["git", "add", "-A"], repo)
+    _run(["git", "commit", "-qm", "published"], repo)
+    clone = fresh_clone(repo, tmp_path)
+    _dvc("pull", "--allow-missing", cwd=clone)
+    assert (clone / "model.bin").read_bytes() == (repo / "model.bin").read_bytes() and not (clone / "data.bin").exists()
+    rebuilt = _dvc("repro", cwd=clone).stdout
+    assert "Running stage 'data'" in rebuilt and "Running stage 'train'" not in rebuilt, rebuilt
+    assert _dvc("status", "-q", cwd=clone, check=False).returncode == 0
+    assert not _run(["git", "status", "--porcelain"], clone).stdout
+    (repo / "dvc.yaml").write_text(TWO_STAGES.replace("* 2", "* 3"))
+    _dvc("repro", "-q", cwd=repo)
+    code, said, _ = _main(repo, monkeypatch, capsys, "publish")
+    assert code == 0 and said.startswith("dvc-remote/: 1 files of 1 outputs") and "(1 of an earlier run dropped)" in said

@@ -3,6 +3,8 @@
     python -m vitheory.bundle make [OUT.tar]    # where the run's DVC cache is: OUT.tar and OUT.tar.sha256
     python -m vitheory.bundle use OUT.tar       # in a fresh clone: check, unpack, add it as DVC's remote
     dvc pull && python -m vitheory.verify       # then: the outputs dvc.lock names, and the check of them
+    python -m vitheory.bundle publish           # where the run was made: its slow outputs into dvc-remote/,
+                                                # committed with it; a clone: `dvc pull --allow-missing`
 
 `make` pushes exactly the outputs the committed dvc.lock names (`dvc push` into a temporary folder, a DVC
 remote like any other) and packs that folder into a tar with the same bytes every time (names sorted,
@@ -21,6 +23,7 @@ import argparse
 import hashlib
 import importlib.util
 import json
+import math
 import subprocess
 import sys
 import tarfile
@@ -34,6 +37,10 @@ from vitheory.core.cli import ENVIRONMENT_FAULTS
 from vitheory.core.errors import VitheoryError
 
 REMOTE = "bundle"  # the DVC remote `use` adds
+PUBLISHED = Path("dvc-remote")  # the repository's own DVC remote: the committed run's slow outputs, in git
+PUBLISHED_REMOTE = "run"
+QUICK_SECONDS = 60.0  # a stage that rebuilds faster is left to `dvc repro` (the data stages: seconds each)
+CLONE_STEPS = "dvc pull --allow-missing && dvc repro && python -m vitheory.verify"
 UNPACKED = Path(".vitheory/bundle")
 CACHE_FILES = "files/md5/"  # where DVC 3 keeps every file of a remote; a bundle holds nothing else
 NEXT_STEP = "dvc pull && python -m vitheory.verify"
@@ -207,6 +214,59 @@ def use(root: Path, tar: Path) -> str:
     return f"{UNPACKED}/: {count} files, DVC's default remote `{REMOTE}` (.dvc/config.local); now: `{NEXT_STEP}`"
 
 
+def published_outputs(root: Path) -> list[Any]:
+    """The DVC-cached outputs of the stages that take QUICK_SECONDS or more to rebuild by the committed run's
+    times (docs/stage_times.yaml; a stage without a recorded time counts as slow); the quick ones (the data
+    stages, seconds each) are left to `dvc repro`."""
+    from dvc.repo import Repo
+
+    from vitheory.reviewing import read_stage_times, stage_seconds  # the reviewer's guide's data
+
+    seconds = stage_seconds(read_stage_times(root))
+    with Repo(str(root)) as repo:
+        return [out for stage in repo.index.stages for out in stage.outs
+                if out.use_cache and seconds.get(stage.name, math.inf) >= QUICK_SECONDS]
+
+
+def _referenced(files: Path, md5: str) -> set[str]:
+    """The objects (`ab/cdef...`) an output's hash stands for: itself and, for a folder, every file in it."""
+    named = {f"{md5[:2]}/{md5[2:]}"}
+    if md5.endswith(".dir"):
+        named |= {f"{entry['md5'][:2]}/{entry['md5'][2:]}" for entry in json.loads((files / md5[:2] / md5[2:]).read_text())}
+    return named
+
+
+def publish(root: Path) -> str:
+    """Push the run's slow outputs into the repository's own DVC remote (PUBLISHED, the default remote of
+    .dvc/config, a path relative to it), drop every file no output of this dvc.lock names (a previous run's),
+    and say what it holds; committed with the run, a clone's `dvc pull --allow-missing` brings them."""
+    from dvc.exceptions import DvcException
+    from dvc.repo import Repo
+
+    require_dvc()
+    folder = root / PUBLISHED
+    _run([sys.executable, "-m", "dvc", "remote", "add", "-d", "-f", PUBLISHED_REMOTE, PUBLISHED.as_posix()], root)
+    outs = published_outputs(root)
+    try:
+        with Repo(str(root)) as repo:
+            lacking = _lacking(Path(repo.cache.local.path), outs)
+            if lacking:
+                raise VitheoryError(f"the DVC cache here lacks files of {lacking}; publish where the run was made")
+            repo.push(targets=[str(out.fs_path) for out in outs], remote=PUBLISHED_REMOTE)
+    except DvcException as err:
+        raise VitheoryError(f"`dvc push` failed: {err}") from None
+    files = folder / CACHE_FILES
+    named = set().union(*(_referenced(files, out.hash_info.value) for out in outs)) if outs else set()
+    dropped = 0
+    for path in sorted(files.rglob("*")) if files.is_dir() else ():
+        if path.is_file() and f"{path.parent.name}/{path.name}" not in named:
+            path.unlink()
+            dropped += 1
+    size = sum(path.stat().st_size for path in files.rglob("*") if path.is_file()) if files.is_dir() else 0
+    return (f"{PUBLISHED}/: {len(named)} files of {len(outs)} outputs, {size / 1e6:.1f} MB ({dropped} of an earlier "
+            f"run dropped); commit it with dvc.lock and .dvc/config; a clone then runs `{CLONE_STEPS}`")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vitheory.bundle", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -214,9 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     made.add_argument("out", nargs="?", type=Path, help="the tar to write (vitheory-run-<commit>.tar by default)")
     used = commands.add_parser("use", help="check and unpack a bundle, and make it DVC's default remote here")
     used.add_argument("tar", type=Path, help="the bundle; its .sha256 file lies beside it")
+    commands.add_parser("publish", help=f"push the run's slow outputs into {PUBLISHED}/, the repository's own DVC "
+                        "remote, dropping an earlier run's")
     args = parser.parse_args(argv)
     try:
-        print(make(Path("."), args.out) if args.command == "make" else use(Path("."), args.tar))
+        print(make(Path("."), args.out) if args.command == "make" else use(Path("."), args.tar)
+              if args.command == "use" else publish(Path(".")))
     except VitheoryError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
