@@ -243,3 +243,20 @@ def test_a_claim_without_a_record_is_one_line_naming_it_and_the_command(tmp_path
     write_json(tmp_path / artifact("claims"), {"claims": records})
     with pytest.raises(SystemExit, match=r"^error: .*claims\.json has no record of JSL-7: run `dvc repro report`"):
         reviewing.results_table(tmp_path)
+
+
+def test_the_run_story_follows_the_records_and_says_the_target_as_a_difference():
+    """Issue 65: the README's run-time section is generated from the recorded stage times: their total, how many
+    are upper bounds and which, and the target as a difference, never a run; the committed README has it."""
+    idle = {"stage": "a", "seconds": 3000.0, "finished": "2026-11-29T01:00:00+00:00", "cores": 2,
+            "load": {"start": 2.0, "mean": 2.1, "max": 2.3}}
+    loaded = {**idle, "stage": "b", "seconds": 1000.0, "finished": "2026-11-29T02:00:00+00:00",
+              "load": {"start": 3.0, "mean": 3.9, "max": 4.5}}
+    story = reviewing.run_story([idle, loaded])
+    assert "2 stage runs on 2 cores, its last stage finished 2026-11-29T02:00:00+00:00" in story
+    assert "1 of its stage times on loaded cores, upper bounds (`b`)" in story
+    assert "add up to 4,000 s (1 h 7 min), 400 s over issue 52's target of 3,600 s" in story
+    assert "600 s under" in reviewing.run_story([idle]) and "every stage on otherwise idle cores" in \
+        reviewing.run_story([idle])
+    readme = (reviewing.SOURCE / "README.md").read_text()
+    assert reviewing.blocks(readme)["run-time"] == reviewing.run_story(reviewing.read_stage_times(reviewing.SOURCE))

@@ -314,6 +314,27 @@ class RunTotal:
                         max(record["finished"] for record in records))
 
 
+TARGET_SECONDS = 3600  # issue 52's target for the default run's stage time on our 2 idle cores
+
+
+def run_story(records: list[dict]) -> str:
+    """The README's account of the committed run, from its records alone: how many stage runs, their total
+    against the target (a difference, said as one), how many times are upper bounds, when it finished."""
+    total = RunTotal.of(records)
+    if total is None:
+        return "No run is recorded in `docs/stage_times.yaml` yet.\n"
+    loaded = [record["stage"] for record in records if not _idle(record)]
+    load = ("every stage on otherwise idle cores (each mean load within a quarter of a core of the cores its own "
+            "workers fill)" if not loaded else
+            f"{len(loaded)} of its stage times on loaded cores, upper bounds ({', '.join(f'`{s}`' for s in loaded)})")
+    gap = total.seconds - TARGET_SECONDS
+    return (f"The committed run, as `docs/stage_times.yaml` records it (each stage's own log, its machine in the "
+            f"file's header): {total.runs} stage runs on {total.cores} cores, its last stage finished "
+            f"{total.finished} (UTC); {load}. Their stage times add up to {total.seconds:,.0f} s "
+            f"({duration(total.seconds)}), {abs(gap):,.0f} s {'over' if gap > 0 else 'under'} issue 52's target "
+            f"of {TARGET_SECONDS:,} s of stage time.\n")
+
+
 def _cost_row(measurement: Measurement) -> str:
     return (f"| `{measurement.command}` | {duration(measurement.seconds)} | at {measurement.commit}, "
             f"{measurement.date}, {measurement.machine}; load: {measurement.load}; {measurement.note} |")
@@ -350,7 +371,7 @@ def generated(root: Path) -> dict[Path, dict[str, str]]:
     return {GUIDE: {"claim-map": claim_map(), "verdicts": verdicts_table(root),
                     "stage-times": stage_times_table(records)},
             README: {"costs": costs, "results": results_table(root), "real-accuracy": real_accuracy(root),
-                     "claim-code": claim_code()}}
+                     "claim-code": claim_code(), "run-time": run_story(records)}}
 
 
 def record_run(root: Path) -> None:
