@@ -57,7 +57,7 @@ def test_li3_verdict_follows_the_numbers(tmp_path, initial, finals, verdict):
     else:
         assert final["interval"] == pytest.approx([finals[0]] * 2) and final["df"] is None
     assert final["margin"] == pytest.approx(record["measured"]["final"] - 0.9)
-    assert list(record["criteria"]) == ["final >= 0.9", "final_over_initial >= 3", "initial_over_uniform <= 1.5"]
+    assert list(record["criteria"]) == ["final >= 0.9", "gap_closed >= 0.5", "initial_over_uniform <= 1.5"]
 
 
 def test_the_interval_is_reproducible_and_one_seed_gives_no_width(tmp_path):
@@ -257,7 +257,8 @@ def test_li3_describes_the_masses_its_verdict_rests_on():
     final = {"attn_relevant_query": 0.9, "attn_all_query": 0.7, "error_rate": 0.0}
     seeds = [{"initial": test | {"attn_relevant_query": 0.2}, "final": final}]
     measured = LI3.statistics({"seeds": seeds * 2, "settings": [{"uniform": 0.25, "all_query_cap": 0.8}]})
-    assert measured == pytest.approx({"initial": 0.2, "final": 0.9, "final_over_initial": 4.5, "uniform": 0.25,
+    assert measured == pytest.approx({"initial": 0.2, "final": 0.9, "gap_closed": 0.875, "final_over_initial": 4.5,
+                                      "uniform": 0.25,
                                       "initial_over_uniform": 0.8, "all_query_initial": 0.5, "all_query_final": 0.7,
                                       "all_query_cap": 0.8, "test_error_final": 0.0})
 

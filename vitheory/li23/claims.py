@@ -217,6 +217,7 @@ def _li3_statistics(samples: Samples) -> Measured:
     return {
         "initial": initial,
         "final": final,
+        "gap_closed": (final - initial) / (1 - initial),
         "final_over_initial": final / initial,
         "uniform": reference["uniform"],
         "initial_over_uniform": initial / reference["uniform"],
@@ -389,9 +390,12 @@ PAPER = Paper(
             criteria=(Criterion("final", ">=", 0.9,
                                 ("ours: the paper has the mass rise towards 1 (Fig. 2a); 0.9 is our reading of "
                                  "'near 1', leaving room for noisy queries"), MEAN, bounds=(0.0, 1.0)),
-                      Criterion("final_over_initial", ">=", 3.0,
-                                ("ours: a rise of at least 3x from initialisation, so concentration is learned, not "
-                                 "a small drift; the magnitude is ours"), LOG),
+                      Criterion("gap_closed", ">=", 0.5,
+                                ("ours: training closes at least half of the gap from the initial mass to 1, so "
+                                 "concentration is learned, not a small drift; scale-free, reachable at every "
+                                 "alpha* (a threefold rise, our earlier rule, is out of reach once the initial mass "
+                                 "passes 1/3); from the uniform mass 0.2 of the default it asks 0.6, as 3x did"),
+                                MEAN, bounds=(-math.inf, 1.0)),
                       Criterion("initial_over_uniform", "<=", 1.5,
                                 ("ours: attention must start about uniform (within 1.5x), so the rise is SGD's "
                                  "doing, not the initialisation's"), LOG)),
