@@ -110,6 +110,12 @@ def _margin(check: dict[str, Any]) -> str:
 SPREAD_MARK = " (±)"
 
 
+def machine_flippable(records: list[dict[str, Any]]) -> list[str]:
+    """`<claim> `<criterion>`` of every criterion a change of machine can flip (`within_spread`)."""
+    return [f"{r['id']} `{criterion}`" for r in records for criterion, check in r["criteria"].items()
+            if within_spread(check)]
+
+
 def cpu_description() -> str:
     """The CPU this process runs on: vendor, model, core count, and the vector extensions that decide
     which kernels run (Linux's /proc/cpuinfo; elsewhere what `platform` knows)."""
@@ -267,8 +273,7 @@ def render_report(records: list[dict[str, Any]], params: ParamsView, params_text
     regimes = {claim.id: regime_label(params) if claim.data == REAL else f"synthetic, the [{paper.key}] data model"
                for paper in PAPERS for claim in paper.claims}
     lines += claims_table(records, regimes) + [""]
-    fragile = [f"{r['id']} `{criterion}`" for r in records for criterion, check in r["criteria"].items()
-               if within_spread(check)]
+    fragile = machine_flippable(records)
     lines += [f"**Verdicts a change of machine can flip**, their margins marked{SPREAD_MARK}: "
               f"{'; '.join(fragile) if fragile else 'none'}. On another CPU the trainings take other paths and each "
               "number moves like a fresh draw of seed noise; `verify --against` accepts a move up to its "

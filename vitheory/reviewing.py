@@ -47,7 +47,7 @@ from vitheory.papers import PAPERS
 from vitheory.pipeline import direct_imports, stage_script
 from vitheory.pk22 import trainings
 from vitheory.reach import claim_data, upstream
-from vitheory.report import fmt, interval_text
+from vitheory.report import fmt, interval_text, machine_flippable
 
 GUIDE = Path("docs/REVIEWING.md")
 STAGE_TIMES = Path("docs/stage_times.yaml")  # the committed run's stage times, as data
@@ -317,6 +317,12 @@ class RunTotal:
 TARGET_SECONDS = 3600  # issue 52's target for the default run's stage time on our 2 idle cores
 
 
+def flippable(root: Path) -> str:
+    """The README's list of the criteria a change of machine can flip: REPORT's, from the same claims.json."""
+    found = machine_flippable(read_json(root / artifact("claims"))["claims"])
+    return (f"{len(found)} criteria: {'; '.join(found)}.\n" if found else "none.\n")
+
+
 def run_story(records: list[dict]) -> str:
     """The README's account of the committed run, from its records alone: how many stage runs, their total
     against the target (a difference, said as one), how many times are upper bounds, when it finished."""
@@ -371,7 +377,8 @@ def generated(root: Path) -> dict[Path, dict[str, str]]:
     return {GUIDE: {"claim-map": claim_map(), "verdicts": verdicts_table(root),
                     "stage-times": stage_times_table(records)},
             README: {"costs": costs, "results": results_table(root), "real-accuracy": real_accuracy(root),
-                     "claim-code": claim_code(), "run-time": run_story(records)}}
+                     "claim-code": claim_code(), "run-time": run_story(records),
+                     "machine-flippable": flippable(root)}}
 
 
 def record_run(root: Path) -> None:
