@@ -60,3 +60,4 @@ def test_a_refused_change_is_one_line_and_params_yaml_is_restored(built, overrid
     monkeypatch.chdir(built)
     assert main(["-S", override]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
