@@ -225,14 +225,17 @@ def test_a_claims_figure_draws_each_check_along_each_knob_that_reached_it_with_i
     assert claim_figure(only_default, "LI-X", [KNOB]) is None  # no point of the knob ran
 
 
-def test_the_committed_atlas_holds_every_claim_at_the_default_of_every_knob_and_the_report_shows_where(default_params):
-    """The committed table (made from the experiments of its commit) has each knob of the grid, the committed
-    run's claims at the default point of each; a claim's "where it holds" lines go into its report section."""
+def test_the_committed_atlas_holds_each_of_its_claims_at_the_default_of_each_of_its_knobs(default_params):
+    """The committed table (made from the experiments of its commit) has knobs of the grid and claims of the
+    project, each of its claims at the default point of each of its knobs (a grid or a claim added since
+    waits for the atlas remade on the next run: verify says it is not re-derived); a claim's "where it
+    holds" lines go into its report section."""
     rows = read_atlas(ROOT / "reports/atlas/atlas.csv")
     claims = {record["id"] for record in json.loads((ROOT / "reports/claims.json").read_text())["claims"]}
-    assert {row["knob"] for row in rows} == set(default_params.atlas.knobs)
+    knobs, tabled = {row["knob"] for row in rows}, {row["claim"] for row in rows}
+    assert knobs <= set(default_params.atlas.knobs) and tabled <= claims
     assert {(row["claim"], row["knob"]) for row in rows if row["default"] == "true"} == \
-        {(claim, knob) for claim in claims for knob in default_params.atlas.knobs}
+        {(claim, knob) for claim in tabled for knob in knobs}
     record = _record("LI-X", HOLDS) | {"statement": "s", "metric": "m", "units": {"seeds": 3}, "variants": {},
                                        "evidence": [], "criteria": {"q > 0": {**_record("LI-X", HOLDS)["criteria"]["q > 0"],
                                                                               "df": None, "method": "m", "kind": "mean",
