@@ -59,8 +59,6 @@ ALLOWED = [
     Allowed("REVIEWING.md", "2-4 s of Python", "Python's start-up, which no stage log holds: said to explain the logs"),
     Allowed("PERF.md", "every 10 s", "the load sampling's interval, a setting of vitheory.core.cli"),
     Allowed("README.md", "3,600 s target", "issue 42's target, not a measurement"),
-    Allowed("README.md", "120-minute band", "issue 25's band, not a measurement"),
-    Allowed("README.md", "more than 120 minutes", "issue 25's band, not a measurement"),
     Allowed("PERF.md", "Past 120 minutes", "issue 25's band, not a measurement"),
     Allowed("PRESETS.md", "A rough estimate from counted operations, not a measurement",
             "the paper preset's GPU time, estimated from FLOPs and a GPU's rate"),

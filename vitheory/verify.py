@@ -162,13 +162,13 @@ def _absent(problem: Problem, root: Path, absent: set[Path]) -> bool:
     return any(named == out or out in named.parents for out in absent)
 
 
-def rebuild_seconds(root: Path, unbuilt: list[str]) -> float | None:
-    """The seconds the unbuilt stages took in the committed run (docs/stage_times.yaml); None when the file
-    or a stage's record is missing."""
+def rebuild_seconds(root: Path, unbuilt: list[str]) -> tuple[float, list[str]] | None:
+    """The seconds the unbuilt stages took in the committed run (docs/stage_times.yaml), and the unbuilt
+    stages it did not time (added since); None when no stage time is recorded."""
     logged = stage_seconds(read_stage_times(root))
-    if not all(stage in logged for stage in unbuilt):
+    if not logged:
         return None
-    return sum(logged[stage] for stage in unbuilt)
+    return sum(logged.get(stage, 0.0) for stage in unbuilt), [stage for stage in unbuilt if stage not in logged]
 
 
 def not_built_line(root: Path, state: LockState, skipped: list[str]) -> str:
@@ -179,8 +179,12 @@ def not_built_line(root: Path, state: LockState, skipped: list[str]) -> str:
         said += f" ({', '.join(skipped)} unchecked)"
     if state.in_cache:
         return said + "; `dvc checkout` restores them from DVC's cache"
-    seconds = rebuild_seconds(root, state.unbuilt)
-    cost = f" (~{seconds / 60:.0f} min, docs/REVIEWING.md)" if seconds is not None else ""
+    rebuild = rebuild_seconds(root, state.unbuilt)
+    cost = ""
+    if rebuild is not None:
+        seconds, untimed = rebuild
+        cost = (f" (~{seconds / 60:.0f} min, docs/REVIEWING.md"
+                + (f", and {', '.join(untimed)}, which it does not time yet" if untimed else "") + ")")
     return said + f"; get them with `dvc pull` (from a remote, or a bundle: README) or `dvc repro`{cost}"
 
 
