@@ -648,7 +648,11 @@ def test_the_atlas_of_a_three_point_grid_has_every_claim_at_every_point(repo, tm
     _run([*atlas, "queue"], copy)
     _dvc("queue", "start", "-j", "1", cwd=copy)
     _wait_for_the_queue(copy, 2, 600)
-    made = _run([*atlas, "table"], copy).stdout
+    committed = (copy / artifact("atlas_table")).read_bytes()
+    refused = _run([*atlas, "table"], copy, check=False)  # the committed table measures more points
+    assert refused.returncode == 2 and "pass --fewer to cut it" in refused.stderr, refused.stderr
+    assert (copy / artifact("atlas_table")).read_bytes() == committed
+    made = _run([*atlas, "table", "--fewer"], copy).stdout
     assert "every point of the grid ran" in made, made
     with open(copy / artifact("atlas_table"), newline="") as handle:
         rows = list(csv.DictReader(handle))
@@ -951,7 +955,8 @@ def test_editing_one_papers_params_module_reruns_only_its_stages(repo, tmp_path)
         handle.write("# an edit\n")
     status = json.loads(_dvc("status", "--json", cwd=copy).stdout)
     # the shared stages read every paper's table (check_params, render, report); they compute nothing
-    assert set(status) == {"pk_train", "pk_analysis", "check_params", "render", "report"}, sorted(status)
+    assert set(status) == {"pk_train", "pk_analysis", "pk_landscape", "pk_frequency", "check_params", "render",
+                           "report"}, sorted(status)
 
 
 @pytest.mark.pipeline
