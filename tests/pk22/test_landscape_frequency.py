@@ -179,15 +179,16 @@ def _planted_root(root):
     from vitheory.core.artifacts import write_table
     from vitheory.core.checkpoint import save_checkpoint, seed_folder
     from vitheory.core.paths import ROOT, artifact
+    from vitheory.images.prepare import prepare
     from vitheory.images.training import load_images
+    from vitheory.params import load_params
 
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["real"]["seeds"] = 1
     params["pk_landscape"] |= {"n_images": 8, "plane_points": 3, "line_points": 5, "lines": 1}
     params["pk_frequency"] |= {"cutoffs": [0.25, 0.5], "control_cutoff": 0.5}
     (root / "params.yaml").write_text(yaml.safe_dump(params))
-    (root / artifact("images")).parent.mkdir(parents=True)
-    (root / artifact("images")).symlink_to(ROOT / artifact("images"))
+    prepare(load_params(ROOT / "params.yaml").images, root / artifact("images"))  # built here: a clone has none
     data = load_images(root / artifact("images"), ("train", "test"), torch.device("cpu"))
     size = data.image_size
     torch.manual_seed(0)
