@@ -60,7 +60,8 @@ from vitheory.core.errors import ArtifactError, ParamsError, VitheoryError
 from vitheory.core.figures import save_png, set_theme
 from vitheory.core.paths import artifact
 from vitheory.core.rederive import Problem
-from vitheory.grid import COLUMNS, NOT_MEASURED, Point, knob_value, line_order, points, read_atlas, value_text
+from vitheory.grid import (COLUMNS, NOT_MEASURED, Point, knob_value, line_order, points, read_atlas, threshold_of,
+                           value_text)
 from vitheory.params import DEFAULT_PATH, parse_params
 from vitheory.params import grid_points as checked_points
 from vitheory.measured import duration
@@ -254,11 +255,6 @@ def atlas_figure(rows: Sequence[Sequence[Any]]) -> plt.Figure:
     ax.legend(handles=[Patch(color=colour, label=verdict) for verdict, colour in VERDICT_COLOURS.items()],
               loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     return fig
-
-
-def threshold_of(label: str) -> float:
-    """The threshold a check's label ends with (`q >= 0.125`, `condition: q <= 0.1`)."""
-    return float(label.rsplit(" ", 1)[1])
 
 
 def claim_figure(rows: Sequence[Mapping[str, str]], claim: str, knobs: Sequence[str]) -> plt.Figure | None:

@@ -185,6 +185,11 @@ def read_atlas(path: str | Path) -> list[dict[str, str]]:
         return list(reader)
 
 
+def threshold_of(label: str) -> float:
+    """The threshold a check's label ends with (`q >= 0.125`, `condition: q <= 0.1`)."""
+    return float(label.rsplit(" ", 1)[1])
+
+
 def share_crossing(line: Sequence[tuple[float, int, int]], threshold: float, confidence: float,
                    draws: int = 2000) -> tuple[float, float, float]:
     """Where a share of seeds crosses `threshold` along a knob: `line` holds (value, seeds meeting, seeds) per
@@ -221,7 +226,7 @@ def crossing_lines(rows: Sequence[Mapping[str, str]], reached: Mapping[str, Coll
         if {row["verdict"] for row in line} >= {HOLDS, FAILS} and len(line) >= 3:
             points = [(float(json.loads(row["value"])), round(float(row["measured"]) * int(row["units"])),
                        int(row["units"])) for row in line]
-            at, low, high = share_crossing(points, float(label.rsplit(" ", 1)[1]), confidence)
+            at, low, high = share_crossing(points, threshold_of(label), confidence)
             largest = max(value for value, _, _ in points)
             ends = ", ".join(f"{end:,.0f}" if end <= largest else f"past {largest:,.0f}" for end in (low, high))
             said[claim, key] = (f"`{label}` crosses its threshold at about {at:,.0f} [{ends}] (a logistic fit of "
