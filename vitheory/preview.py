@@ -2,7 +2,7 @@
 running any, and params.yaml left byte for byte as it was.
 
 `dvc exp run --dry` cannot say it (DVC 3.67 runs a dry experiment in a temporary copy where a skipped stage's
-outputs are not checked out, so it stops on the next stage's missing dependency, issue 65). This applies the
+outputs are not checked out, so it stops on the next stage's missing dependency). This applies the
 overrides with DVC's own writer (`dvc.utils.hydra.apply_overrides`, what `dvc exp run -S` does), validates the
 result with the params loader (a refused value is one line, and nothing runs), asks `dvc repro --dry` which
 stages would run, and restores params.yaml's bytes whatever happens. A stage that would run with the params as

@@ -93,7 +93,7 @@ def power_line(criterion: str, check: dict[str, Any]) -> str | None:
 
 def within_spread(check: dict[str, Any]) -> bool:
     """Whether a change of machine can flip this criterion's verdict. Trainings are chaotic: on another CPU
-    a number moves like a fresh draw of seed noise (issue 45: JSL-6 +0.0084 -> +0.0081, PK-8 -0.014 ->
+    a number moves like a fresh draw of seed noise (a rerun on another CPU: JSL-6 +0.0084 -> +0.0081, PK-8 -0.014 ->
     +0.092), and `verify --against` accepts a move up to the interval's half-width h. Moved by h, the
     interval (value +- h) crosses the threshold when |margin| < 2h: every inconclusive criterion, and a
     verdict that holds or fails by less than one half-width to spare (ours: verify's tolerance)."""

@@ -314,7 +314,7 @@ class RunTotal:
                         max(record["finished"] for record in records))
 
 
-TARGET_SECONDS = 3600  # issue 52's target for the default run's stage time on our 2 idle cores
+TARGET_SECONDS = 3600  # the project's target for the default run's stage time on our 2 idle cores (an hour)
 
 
 def flippable(root: Path) -> str:
@@ -337,7 +337,7 @@ def run_story(records: list[dict]) -> str:
     return (f"The committed run, as `docs/stage_times.yaml` records it (each stage's own log, its machine in the "
             f"file's header): {total.runs} stage runs on {total.cores} cores, its last stage finished "
             f"{total.finished} (UTC); {load}. Their stage times add up to {total.seconds:,.0f} s "
-            f"({duration(total.seconds)}), {abs(gap):,.0f} s {'over' if gap > 0 else 'under'} issue 52's target "
+            f"({duration(total.seconds)}), {abs(gap):,.0f} s {'over' if gap > 0 else 'under'} the project's target "
             f"of {TARGET_SECONDS:,} s of stage time.\n")
 
 
