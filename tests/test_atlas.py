@@ -79,6 +79,9 @@ def test_the_committed_grid_passes_and_its_points_leave_the_default_out(default_
     ({KNOB: [0.02]}, "its point 0.02 is not a valid params file: generate.li_tokens.alpha_confusion"),
     ({KNOB: 0.3}, "atlas.knobs.generate.li_tokens.alpha_star = 0.3 is not allowed: must be a non-empty list"),
     ({"atlas.knobs": [{}]}, "the atlas cannot vary its own grid"),
+    # two values the loader types alike are one experiment run twice (names "25" and "25.0")
+    ({"spatial.lr_mixing": [25, 25.0]}, r"atlas.knobs.spatial.lr_mixing = \[25, 25.0\] is not allowed: must be values "
+                                        r"of distinct data: 25 and 25.0 both give 25.0; drop one"),
     ([KNOB], "atlas.knobs = .* is not allowed: must be a non-empty mapping of names, each to a list of values"),
 ])
 def test_a_bad_grid_is_one_line_naming_the_knob(knobs, message):

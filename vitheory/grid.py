@@ -33,7 +33,7 @@ import numpy as np
 from scipy import optimize, special
 
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, PREMISE_LABEL
-from vitheory.core.config import Section, knob, set_value_at, value_at
+from vitheory.core.config import Section, as_dict, knob, set_value_at, value_at
 from vitheory.core.errors import ArtifactError, ParamsError
 
 SECTION = "atlas"  # read by `python -m vitheory.atlas`, by no stage of `dvc repro`
@@ -82,6 +82,19 @@ def with_value(raw: Mapping[str, Any], key: str, value: Any) -> dict[str, Any]:
     changed = copy.deepcopy(dict(raw))
     set_value_at(changed, key, value)
     return changed
+
+
+def same_data(params: Any, key: str) -> tuple[Any, str]:
+    """What the knob `key` makes of the validated params `params`, as (a value equal between two points of
+    the same data, those data in words): the `data_key()` of the deepest section on the key's path that
+    has one (the fractions a section turns into counts: alpha* 0.1 and 0.125 both draw 2 relevant tokens
+    of 20), else the knob's value as the loader typed it."""
+    node, found = params, None
+    for part in key.split("."):
+        node = node[part] if isinstance(node, Mapping) else getattr(node, part)
+        if isinstance(node, Section) and hasattr(node, "data_key"):
+            found = node.data_key()
+    return found or (node, value_text(as_dict(node)))
 
 
 def points(grid: AtlasParams, raw: Mapping[str, Any]) -> list[Point]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from vitheory.core.config import ParamsView, fail, read_params_file, unknown_keys, value_at, view
 from vitheory.core.errors import ParamsError
-from vitheory.grid import SECTION, Point, points, with_value
+from vitheory.grid import SECTION, Point, knob_value, points, same_data, with_value
 from vitheory.papers import PACKAGES, PAPERS
 
 DEFAULT_PATH = Path("params.yaml")
@@ -51,13 +51,25 @@ def grid_points(raw: Any) -> list[Point]:
     """The atlas's points around the parsed params `raw`, each checked as a whole params file of its own
     (`parse_params` of the file with its knob set). Not part of `parse_params`: an experiment's own
     overrides (`dvc exp run -S`) must not fail the pipeline's check on a point of a grid it does not run."""
-    found = points(parse_params(raw).atlas, raw)
+    default = parse_params(raw)
+    found = points(default.atlas, raw)
+    # each knob's values so far with the data they give, the default's first: every point is an experiment
+    # of its own, and two values of the same data would be one run twice under two names
+    given: dict[str, list[tuple[str, Any]]] = {}
     for point in found:
         try:
-            parse_params(with_value(raw, point.knob, point.value))
+            params = parse_params(with_value(raw, point.knob, point.value))
         except ParamsError as err:
             raise ParamsError(f"{SECTION}.knobs.{point.knob}: its point {point.value!r} is not a valid params "
                               f"file: {err}") from None
+        data, said = same_data(params, point.knob)
+        seen = given.setdefault(point.knob, [(f"{knob_value(raw, point.knob)!r} (the default)",
+                                              same_data(default, point.knob)[0])])
+        for shown, other in seen:
+            if other == data:
+                raise fail(f"{SECTION}.knobs.{point.knob}", default.atlas.knobs[point.knob],
+                           f"values of distinct data: {shown} and {point.value!r} both give {said}; drop one")
+        seen.append((repr(point.value), data))
     return found
 
 
