@@ -92,15 +92,19 @@ def _take_comment(document: CommentedMap, key: str, preset: CommentedMap) -> Non
         document.ca.items[key][2] = None
 
 
-def override(document: CommentedMap, overrides: dict[str, Any]) -> None:
+def override(document: CommentedMap, overrides: dict[str, Any], every_comment: bool = False) -> None:
     """Set every leaf of `overrides` in a round-trip `document` in place; a changed leaf takes the
-    preset's comment (or none); a list replacing a one-line list stays on one line."""
+    preset's comment (or none), and so does every leaf when `every_comment` (the default preset: a
+    preset applied before may have left its comment beside a value equal to the default's); a list
+    replacing a one-line list stays on one line."""
     for key, value in overrides.items():
         old = document[key]
         if isinstance(value, dict) and isinstance(old, CommentedMap):
-            override(old, value)
+            override(old, value, every_comment)
             continue
-        if value == old:  # the default's value: its comment is still right
+        if value == old:  # its comment still fits; the default's may not be the one beside it (another preset's)
+            if every_comment:
+                _take_comment(document, key, overrides)
             continue
         if isinstance(value, list) and isinstance(old, CommentedSeq) and old.fa.flow_style():
             document[key] = CommentedSeq(value)
@@ -115,7 +119,8 @@ def apply(preset: Path, params_path: Path = DEFAULT_PATH) -> None:
     parse_params(merge(yaml.safe_load(params_path.read_text()), overrides))
     round_trip = round_trip_yaml()
     document = round_trip.load(params_path)
-    override(document, round_trip.load(preset) or {})
+    is_default = preset.resolve() == (PRESETS / "default.yaml").resolve()
+    override(document, round_trip.load(preset) or {}, every_comment=is_default)
     round_trip.dump(document, params_path)
 
 
@@ -261,7 +266,8 @@ def find(preset: str) -> Path:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m vitheory.preset", description=__doc__.split("\n\n")[0])
-    parser.add_argument("preset", nargs="?", help="a preset's name in presets/ (decisive, default, paper, quick) "
+    parser.add_argument("preset", nargs="?", help="a preset's name in presets/ (decisive, default, fashion_mnist, "
+                                                  "paper, quick) "
                                                   "or a YAML file's path")
     parser.add_argument("params", nargs="?", type=Path, default=DEFAULT_PATH, help="the params file to rewrite")
     parser.add_argument("--write-default", action="store_true",

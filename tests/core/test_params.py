@@ -314,7 +314,7 @@ def test_the_preset_command_has_help_and_names_the_presets_when_one_is_mistyped(
     params.write_text((ROOT / "params.yaml").read_text())
     assert main(["quik", str(params)]) == 2
     error = capsys.readouterr().err
-    assert "no preset 'quik'" in error and "(decisive, default, paper, quick)" in error
+    assert "no preset 'quik'" in error and "(decisive, default, fashion_mnist, paper, quick)" in error
     assert params.read_text() == (ROOT / "params.yaml").read_text()
     assert main(["quick", str(params)]) == 0
     assert load_params(params).images.dataset == "digits"

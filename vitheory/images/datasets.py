@@ -1,7 +1,9 @@
 """Real image datasets, read from their original distribution formats, and deterministic splits.
 
 `digits` (scikit-learn's 8 x 8 handwritten digits) ships with scikit-learn: no network; the default,
-`cluttered_digits`, is built from them (vitheory.images.cluttered).
+`cluttered_digits`, is built from them (vitheory.images.cluttered). `fashion_mnist` (Zalando Research's
+Fashion-MNIST) is read from its four idx files in a local folder (Debian's dataset-fashion-mnist installs
+them), each checked against its pinned SHA-256 first.
 `cifar10`, `cifar100` (the binary versions: fixed-length records, so nothing is unpickled) and `svhn`
 (MATLAB .mat, cropped digits) are downloaded from their official sources into `<root>/<name>/` on
 first use and checked against their published MD5. `imagefolder` reads `<root>/imagefolder/<split>/
@@ -12,11 +14,12 @@ to provide it.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import tarfile
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,7 +55,7 @@ SOURCES: dict[str, tuple[Source, ...]] = {
              Source("http://ufldl.stanford.edu/housenumbers/test_32x32.mat", "test_32x32.mat",
                     "eb5a983be6a315427106f1b164d9cef3")),
 }
-DATASETS = ("digits", "cifar10", "cifar100", "svhn", "imagefolder")
+DATASETS = ("digits", "fashion_mnist", "cifar10", "cifar100", "svhn", "imagefolder")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 
 
@@ -201,6 +204,79 @@ def read_digits() -> Dataset:
                    tuple(str(d) for d in range(10)))
 
 
+# Fashion-MNIST (Xiao, Rasul, Vollgraf 2017, arXiv 1708.07747; Zalando SE, MIT license), the official release
+# of https://github.com/zalandoresearch/fashion-mnist. The SHA-256 of each idx file's content, gunzipped: the
+# gzip wrappers differ (Debian's dataset-fashion-mnist 0.0~git20200523.55506a9-1 drops the file name the home
+# page's archives hold, so neither the published MD5 nor a gzip's own sum fits both), the content is one.
+FASHION_MNIST_SHA256 = {
+    "train-images-idx3-ubyte": "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888",
+    "train-labels-idx1-ubyte": "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9",
+    "t10k-images-idx3-ubyte": "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b",
+    "t10k-labels-idx1-ubyte": "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34",
+}
+FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
+                         "Ankle boot")
+FASHION_MNIST_GET = ("install them with `apt-get install dataset-fashion-mnist` (Debian, Ubuntu: into "
+                     "/usr/share/datasets/fashion-mnist), or download the four idx files from "
+                     "https://github.com/zalandoresearch/fashion-mnist into a folder and set "
+                     "images.fashion_mnist_path in params.yaml to it")
+
+
+def read_idx(data: bytes, dims: int, path: Path) -> np.ndarray:
+    """An idx array of unsigned bytes (the MNIST format): magic 0x00000800 + dims, dims big-endian uint32
+    sizes, then the bytes, row-major."""
+    header = 4 * (1 + dims)
+    magic = int.from_bytes(data[:4], "big")
+    if magic != 0x800 + dims:
+        raise DatasetUnavailable(f"fashion_mnist: {path} has magic number {magic:#010x}, not {0x800 + dims:#010x} "
+                                 f"(unsigned bytes, {dims} dimension(s)): not the idx file it is named after; "
+                                 f"{FASHION_MNIST_GET}")
+    if len(data) < header:
+        raise DatasetUnavailable(f"fashion_mnist: {path} holds {len(data)} bytes, fewer than its {header}-byte "
+                                 f"header: truncated or damaged; {FASHION_MNIST_GET}")
+    shape = tuple(int(n) for n in np.frombuffer(data, ">u4", dims, 4))
+    expected = header + int(np.prod(shape))
+    if len(data) != expected:
+        raise DatasetUnavailable(f"fashion_mnist: {path} holds {len(data)} bytes, not the {expected} its header's "
+                                 f"shape {shape} needs: truncated or damaged; {FASHION_MNIST_GET}")
+    return np.frombuffer(data, np.uint8, offset=header).reshape(shape)
+
+
+def read_fashion_mnist(folder: Path, pinned: Mapping[str, str] = FASHION_MNIST_SHA256) -> Dataset:
+    """Fashion-MNIST's 60,000 training and 10,000 test images (28 x 28, grey) from `folder`'s four idx
+    files, each gzipped (as distributed) or not. Every file is found and its content checked against
+    `pinned` (SHA-256 by idx file name) before any is parsed: a missing or damaged one is one line."""
+    paths = {}
+    for name in pinned:
+        found = [p for p in (folder / f"{name}.gz", folder / name) if p.is_file()]
+        if not found:
+            raise DatasetUnavailable(f"fashion_mnist: neither {folder / name}.gz nor {folder / name} exists: "
+                                     f"{FASHION_MNIST_GET}")
+        paths[name] = found[0]
+    contents = {}
+    for name, path in paths.items():
+        try:
+            contents[name] = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        except (OSError, EOFError) as err:  # gzip.BadGzipFile is an OSError
+            raise DatasetUnavailable(f"fashion_mnist: {path} is not a whole gzip file ({err}); "
+                                     f"{FASHION_MNIST_GET}") from None
+        found = hashlib.sha256(contents[name]).hexdigest()
+        if found != pinned[name]:
+            raise DatasetUnavailable(f"fashion_mnist: {path} holds data of SHA-256 {found}, not the official "
+                                     f"release's {pinned[name]}: damaged or another file; {FASHION_MNIST_GET}")
+
+    def read(split: str) -> Images:
+        images = read_idx(contents[f"{split}-images-idx3-ubyte"], 3, paths[f"{split}-images-idx3-ubyte"])
+        labels = read_idx(contents[f"{split}-labels-idx1-ubyte"], 1, paths[f"{split}-labels-idx1-ubyte"])
+        if len(images) != len(labels):
+            raise DatasetUnavailable(f"fashion_mnist: {paths[f'{split}-images-idx3-ubyte']} holds {len(images)} "
+                                     f"images, {paths[f'{split}-labels-idx1-ubyte']} {len(labels)} labels: not one "
+                                     f"release's pair; {FASHION_MNIST_GET}")
+        return Images(torch.from_numpy(images[..., None].copy()), torch.from_numpy(labels.astype(np.int64)))
+
+    return Dataset(read("train"), read("t10k"), FASHION_MNIST_CLASSES)
+
+
 def load_dataset(name: str, root: str | Path, sources: dict[str, tuple[Source, ...]] = SOURCES) -> Dataset:
     """The named dataset; downloads into `root/name/` when needed (see `fetch`)."""
     root = Path(root)
@@ -242,14 +318,20 @@ def split_indices(labels: torch.Tensor, *, val_fraction: float, test_fraction: f
 
 
 def split(dataset: Dataset, *, val_fraction: float, test_fraction: float, train_fraction: float,
-          seed: int) -> dict[str, Images]:
-    """Deterministic train / val / test splits, class-balanced: the official test split when there is
-    one (else `test_fraction` of each class), `val_fraction` of each class of the rest, and of the
-    remaining training images a class-balanced `train_fraction`."""
+          seed: int, official_test_fraction: float = 1.0) -> dict[str, Images]:
+    """Deterministic train / val / test splits, class-balanced: a class-balanced `official_test_fraction`
+    of the official test split when there is one (else `test_fraction` of each class), `val_fraction`
+    of each class of the rest, and of the remaining training images a class-balanced `train_fraction`."""
     index = split_indices(dataset.train.y, val_fraction=val_fraction, train_fraction=train_fraction, seed=seed,
                           test_fraction=test_fraction if dataset.test is None else None)
     splits = {name: dataset.train.subset(index[name]) for name in ("train", "val")}
-    return splits | {"test": dataset.train.subset(index["test"]) if dataset.test is None else dataset.test}
+    if dataset.test is None:
+        return splits | {"test": dataset.train.subset(index["test"])}
+    if official_test_fraction == 1:
+        return splits | {"test": dataset.test}
+    # a generator of its own: the training and validation images do not depend on this share
+    kept = balanced_subset(dataset.test.y, official_test_fraction, torch.Generator().manual_seed(seed))
+    return splits | {"test": dataset.test.subset(kept)}
 
 
 def _complement(index: torch.Tensor, n: int) -> torch.Tensor:

@@ -41,11 +41,14 @@ class ClutteredParams(Section):
 class ImagesParams(Section):
     """Which real dataset and how it is split (vitheory.images.datasets)."""
 
-    dataset: Literal["digits", "cluttered_digits", "cifar10", "cifar100", "svhn", "imagefolder"] = knob()
+    dataset: Literal["digits", "cluttered_digits", "fashion_mnist", "cifar10", "cifar100", "svhn",
+                     "imagefolder"] = knob()
     root: str = knob()  # downloads and image folders live under root/<dataset>/
+    fashion_mnist_path: str = knob()  # the folder of Fashion-MNIST's four idx files, gzipped or not
     seed: int = knob(NON_NEGATIVE)
     val_fraction: float = knob(Rule(lambda v: 0 < v < 1, "in (0, 1)"))
     test_fraction: float = knob(Rule(lambda v: 0 < v < 1, "in (0, 1)"))  # datasets without a test split
+    official_test_fraction: float = knob(OPEN_FRACTION)  # class-balanced share of an official test split kept
     train_fraction: float = knob(OPEN_FRACTION)  # class-balanced share of the training images used
     cluttered: ClutteredParams = knob()  # read when dataset is cluttered_digits
 
@@ -140,6 +143,11 @@ def dataset_named(data: ImagesParams) -> str:
     if data.dataset == "digits":
         return ("`digits` (scikit-learn's 8 x 8 digits, the quick preset's fast check: 16 tokens, none of them "
                 "uninformative, models near ceiling; too small to decide LI-5, PK-1 or PK-6)")
+    if data.dataset == "fashion_mnist":
+        share = "all" if data.official_test_fraction == 1 else f"a class-balanced {data.official_test_fraction:g}"
+        return ("`fashion_mnist` (Zalando Research's Fashion-MNIST: 28 x 28 grey photographs of clothing, shoes "
+                f"and bags in 10 classes, the object filling the frame; tested on {share} of its 10,000 official "
+                "test images)")
     if data.dataset != "cluttered_digits":
         return f"`{data.dataset}`"
     built = data.cluttered
