@@ -149,7 +149,7 @@ TINY = {"generate.li_tokens.n_train": 64, "generate.li_tokens.n_test": 64,
         "pk.hessian_tol": 0.01, "pk.hessian_density_steps": 4, "pk.hessian_deflate": 2, "pk.hessian_density_probes": 2, "pk_train.fractions": [0.5], "pk_train.alternet.widths": [8, 16], "real.models.cnn.widths": [8, 16],
         "pk_landscape.n_images": 16, "pk_landscape.plane_points": 3, "pk_landscape.line_points": 5,
         "pk_landscape.lines": 1, "pk_frequency.cutoffs": [0.25, 0.5], "pk_frequency.control_cutoff": 0.5,
-        "pk_frequency.control_epochs": 1}
+        "pk_frequency.control_epochs": 1, "pk_locality.windows": [3], "pk_locality.hessian_batches": 1}
 
 
 def _run(cmd, cwd, check=True, env=None):
@@ -955,8 +955,8 @@ def test_editing_one_papers_params_module_reruns_only_its_stages(repo, tmp_path)
         handle.write("# an edit\n")
     status = json.loads(_dvc("status", "--json", cwd=copy).stdout)
     # the shared stages read every paper's table (check_params, render, report); they compute nothing
-    assert set(status) == {"pk_train", "pk_analysis", "pk_landscape", "pk_frequency", "check_params", "render",
-                           "report"}, sorted(status)
+    assert set(status) == {"pk_train", "pk_analysis", "pk_landscape", "pk_frequency", "pk_locality",
+                           "pk_locality_hessian", "pk_buildup", "check_params", "render", "report"}, sorted(status)
 
 
 @pytest.mark.pipeline

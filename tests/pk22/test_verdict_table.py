@@ -9,7 +9,7 @@ import math
 from vitheory.core.artifacts import write_json, write_table
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
 from vitheory.core.paths import artifact
-from vitheory.pk22 import feature_maps, frequency, hessian, landscape, lesion, noise, trainings
+from vitheory.pk22 import buildup, feature_maps, frequency, hessian, landscape, lesion, locality, noise, trainings
 from vitheory.pk22.claims import PAPER
 from vitheory.pk22.tables import table_path
 
@@ -222,6 +222,58 @@ def per_seed_tuple(entries, seed):
 
 
 
+
+# --- PK-12: local attention -----------------------------------------------------------------------
+
+# per model: (test accuracy, negative curvature share, lambda_max); the control's accuracy apart
+LOCAL_HOLDS = {"vit": (0.80, 0.20, 10.0), "vit_window3": (0.82, 0.10, 6.0), "vit_window5": (0.81, 0.15, 8.0)}
+
+
+def _locality(control=0.6, batches=2, **changes):
+    """8 seeds: each model's accuracy and the Hessian of `batches` mini-batches (the global ViT's in
+    pk_analysis's tables, with one more mini-batch there that PK-12 must not read); `changes` replaces a
+    model's entries, each a scalar or one per seed."""
+    planted = LOCAL_HOLDS | changes
+
+    def build(root):
+        rows, pk_spectra, pk_density, spectra, density = [], [], [], [], []
+        for model, (accuracy, share, largest) in planted.items():
+            for seed in range(SEEDS):
+                rows.append((model, seed, int(model[-1]) if model != "vit" else 0,
+                             0.5, per_seed(accuracy)[seed] + wiggle(seed, 1, 0.002)))
+                for batch in range(batches + (model == "vit")):
+                    s, high = per_seed(share)[seed] + wiggle(seed, batch), per_seed(largest)[seed]
+                    if batch == batches:  # beyond PK-12's mini-batches: a share and lambda_max that would flip it
+                        s, high = 0.0, 0.1
+                    target = (pk_spectra, pk_density) if model == "vit" else (spectra, density)
+                    target[0].append((model, seed, batch, "max", 0, high))
+                    target[1].extend([(model, seed, batch, 0, 0, 1.0, 1 - s), (model, seed, batch, 0, 1, -1.0, s)])
+            rows += [("off_grid", seed, 3, 0.5, per_seed(control)[seed]) for seed in range(SEEDS)] if model == "vit" else []
+        write_table(root / artifact("pk_locality_table"), list(locality.COLUMNS), rows)
+        write_json(root / artifact("pk_locality_metrics"), {"device": "cpu", "windows": [3, 5], "control_window": 3})
+        write_json(root / artifact("pk_locality_hessian_metrics"), {"device": "cpu", "hessian_batches": batches})
+        write_table(root / table_path("hessian"), list(hessian.COLUMNS), pk_spectra)
+        write_table(root / table_path("density"), list(hessian.DENSITY_COLUMNS), pk_density)
+        write_table(root / artifact("pk_locality_hessian"), list(hessian.COLUMNS), spectra)
+        write_table(root / artifact("pk_locality_density"), list(hessian.DENSITY_COLUMNS), density)
+    return build
+
+
+# --- PK-13: placements of the attention blocks ------------------------------------------------------
+
+PLACED_HOLDS = {"cnn": 0.80, "alternet": 0.86, "stage_start": 0.82, "model_end": 0.83, "lesioned": 0.5}
+
+
+def _placements(**changes):
+    """8 seeds of each placement's test accuracy (a scalar or one per seed)."""
+    planted = PLACED_HOLDS | changes
+
+    def build(root):
+        write_table(root / artifact("pk_buildup_table"), list(buildup.COLUMNS),
+                    [(model, seed, 0.5, per_seed(accuracy)[seed] + wiggle(seed, 2, 0.002))
+                     for model, accuracy in planted.items() for seed in range(SEEDS)])
+    return build
+
 ALTERNATING = [-1, 1, -1, 1.1, -1, 1, -1, 1]  # half the seeds each way, the mean slightly positive
 
 ROWS = [
@@ -303,6 +355,25 @@ ROWS = [
     Row("PK-11", _frequencies(vit=(0.3, 0.6, 0.02, 0.05), cnn=(0.7, 0.2, 0.05, 0.02)), INCONCLUSIVE,
         "the conflicts read as either digit at chance (7 in 100), the models swapped",
         unmet="least_cue_decided_over_chance", criteria=FAILS),
+    # PK-12: paired directions over seeds; the off-grid control as a condition
+    Row("PK-12", _locality(), HOLDS, "both windows more accurate and flatter than the global ViT on every seed"),
+    Row("PK-12", _locality(vit_window3=(0.80, 0.30, 6.0), vit_window5=(0.81, 0.25, 8.0)), FAILS,
+        "the windows' negative curvature share above the global ViT's"),
+    Row("PK-12", _locality(vit_window3=(0.75, 0.10, 6.0)), FAILS, "the 3 x 3 window 5 points under the global ViT"),
+    Row("PK-12", _locality(vit_window3=(0.82, 0.10, [4.0, 16.0] * (SEEDS // 2)),
+                           vit_window5=(0.81, 0.15, [8.0, 12.0] * (SEEDS // 2))), INCONCLUSIVE,
+        "the windows' lambda_max under the global ViT's on half the seeds, over on the others"),
+    Row("PK-12", _locality(control=0.9, vit_window3=(0.75, 0.10, 6.0)), INCONCLUSIVE,
+        "the 3 x 3 window read off its grid as well as on it: the control sees no locality",
+        unmet="window_minus_off_grid_accuracy", criteria=FAILS),
+    # PK-13: paired directions over seeds; the lesioned AlterNet as a condition
+    Row("PK-13", _placements(), HOLDS, "attention closing the stage beats it at the stage's start and the model's end"),
+    Row("PK-13", _placements(stage_start=0.90), FAILS, "attention at the stage's start 4 points over the official one"),
+    Row("PK-13", _placements(model_end=[0.83, 0.89] * (SEEDS // 2)), INCONCLUSIVE,
+        "attention at the model's end under the official placement on half the seeds, over on the others"),
+    Row("PK-13", _placements(lesioned=0.90, stage_start=0.90), INCONCLUSIVE,
+        "the AlterNet without its closing attention reads as well as with it: the control finds nothing",
+        unmet="stage_end_minus_lesioned_accuracy", criteria=FAILS),
 
 ]
 

@@ -11,7 +11,7 @@ row-major grid order; `attention` is a list of per-layer maps (B, heads, T, T).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import ClassVar
 
 import torch
@@ -40,13 +40,18 @@ class Attention(nn.Module):
         self.v = nn.Linear(width, width)
         self.out = nn.Linear(width, width)
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (B, T, w); pos (B or 1, T, w), the encodings of x's tokens -> output and maps (B, heads, T, T)."""
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (B, T, w); pos (B or 1, T, w), the encodings of x's tokens; mask (T, T), where given, True where
+        a token (row) may attend to another (column) -> output and maps (B, heads, T, T)."""
         b, t, w = x.shape
         head_dim = w // self.heads
         source = x if self.kind == "vanilla" else pos
         q, k = self.qk(source).reshape(source.shape[0], t, 2, self.heads, head_dim).permute(2, 0, 3, 1, 4)
-        attn = (q @ k.transpose(-1, -2) / math.sqrt(head_dim)).softmax(dim=-1)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(head_dim)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, -math.inf)
+        attn = scores.softmax(dim=-1)
         v = self.v(x).reshape(b, t, self.heads, head_dim).transpose(1, 2)
         mixed = (attn @ v).transpose(1, 2).reshape(b, t, w)
         return self.out(mixed), attn.expand(b, -1, -1, -1)
@@ -61,12 +66,12 @@ class Block(nn.Module):
         self.attn = Attention(width, heads, kind)
         self.mlp = nn.Sequential(nn.Linear(width, mlp_ratio * width), nn.GELU(), nn.Linear(mlp_ratio * width, width))
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor, *, embed: torch.Tensor | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, *, embed: torch.Tensor | None = None,
+                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """x (B, T, w) the residual stream; pos the encodings positional attention scores read; `embed`,
-        when given, is added to x at the attention's input only. -> the stream after attention, after
-        the MLP, and the attention maps (B, heads, T, T)."""
-        mixed, attn = self.attn(self.norm1(x if embed is None else x + embed), pos)
+        when given, is added to x at the attention's input only; `mask` restricts the attention (Attention).
+        -> the stream after attention, after the MLP, and the attention maps (B, heads, T, T)."""
+        mixed, attn = self.attn(self.norm1(x if embed is None else x + embed), pos, mask)
         x = x + mixed
         return x, x + self.mlp(self.norm2(x)), attn
 
@@ -79,25 +84,35 @@ class SmallViT(nn.Module):
     added to the tokens: the image enters through the values only, as in [JSL22]. With `vanilla`, P is
     added to the patch embeddings, as usual.
 
+    With `window` k > 0 ([PK22]'s local MSAs), a patch token attends only to the patch tokens of the k x k
+    window centred on it on the grid of patches (cut at the grid's edges) and to the class token, which
+    attends to every token; 0 is global attention.
+
     Args:
         image_size, channels, n_classes: the data's. patch: side of a square patch.
         depth, heads, width, mlp_ratio: the transformer's. attention: `vanilla` or `positional`.
-        pool: `cls` or `gap`.
+        pool: `cls` or `gap`. window: 0 (global) or an odd side of the attention window, in patches.
     """
 
     KIND: ClassVar[str] = "vit"  # its switch in real.compile_by_kind
 
     def __init__(self, *, image_size: int, channels: int, n_classes: int, patch: int, depth: int, heads: int,
-                 width: int, mlp_ratio: int, attention: str, pool: str):
+                 width: int, mlp_ratio: int, attention: str, pool: str, window: int = 0):
         super().__init__()
         if attention not in ("vanilla", "positional") or pool not in ("cls", "gap"):
             raise ValueError(f"attention must be vanilla or positional and pool cls or gap, got {attention}, {pool}")
         if image_size % patch or width % heads:
             raise ValueError(f"patch {patch} must divide image_size {image_size}, heads {heads} width {width}")
+        if window < 0 or window and window % 2 == 0:
+            raise ValueError(f"window must be 0 (global) or an odd side in patches, got {window}")
+        # a global model's config has no window: checkpoints written before the option load as they are
         self.config = {"image_size": image_size, "channels": channels, "n_classes": n_classes, "patch": patch,
                        "depth": depth, "heads": heads, "width": width, "mlp_ratio": mlp_ratio,
-                       "attention": attention, "pool": pool}
-        self.patch, self.attention, self.pool = patch, attention, pool
+                       "attention": attention, "pool": pool} | ({"window": window} if window else {})
+        self.patch, self.attention, self.pool, self.window = patch, attention, pool, window
+        # where each patch sits on the grid the windows are laid on, row-major (None); a permutation moves them
+        # off their neighbours (PK-12's control, vitheory.pk22.locality)
+        self.window_order: torch.Tensor | None = None
         self.n_patches = (image_size // patch) ** 2
         extra = 1 if pool == "cls" else 0
         self.embed = nn.Linear(patch * patch * channels, width)
@@ -110,6 +125,8 @@ class SmallViT(nn.Module):
 
     def forward(self, images: torch.Tensor, *, keep: torch.Tensor | None = None, return_features: bool = False):
         """`keep` (B, k): the patch indices each image keeps (token sparsification); None keeps all."""
+        if keep is not None and self.window:
+            raise ValueError("a windowed ViT keeps every token: its windows are laid on the whole grid")
         tokens = self.embed(patchify(images, self.patch))
         b = tokens.shape[0]
         pos = self.P[-self.n_patches:].expand(b, -1, -1)
@@ -122,14 +139,31 @@ class SmallViT(nn.Module):
         x = tokens + pos if self.attention == "vanilla" else tokens
         first = 1 if self.pool == "cls" else 0
         score_pos = pos[:1] if keep is None else pos  # without sparsification every image shares P
+        mask = window_mask(math.isqrt(self.n_patches), self.window, first, self.window_order).to(x.device) \
+            if self.window else None
         features, maps = [("embed", x[:, first:])], []
         for block in self.blocks:
-            after_attention, x, attn = block(x, score_pos)
+            after_attention, x, attn = block(x, score_pos, mask=mask)
             features += [("msa", after_attention[:, first:]), ("mlp", x[:, first:])]
             maps.append(attn)
         x = self.norm(x)
         logits = self.head(x[:, 0] if self.pool == "cls" else x.mean(dim=1))
         return (logits, {"features": features, "attention": maps}) if return_features else logits
+
+
+def window_mask(side: int, window: int, extra: int, order: torch.Tensor | None = None) -> torch.Tensor:
+    """(T, T) bool, T = extra + side^2: True where a token (row) may attend to another (column). Patch
+    tokens (row-major on a side x side grid, after `extra` leading tokens, the class token) attend to the
+    patches within the window x window square centred on them, cut at the grid's edges; the leading tokens
+    attend to, and are attended by, every token. `order[i]`: the grid cell patch i's window is laid on
+    (None: its own)."""
+    cell = torch.arange(side * side) if order is None else order
+    row, column = cell // side, cell % side
+    reach = window // 2
+    near = ((row[:, None] - row[None, :]).abs() <= reach) & ((column[:, None] - column[None, :]).abs() <= reach)
+    mask = torch.ones(extra + side * side, extra + side * side, dtype=torch.bool)
+    mask[extra:, extra:] = near
+    return mask
 
 
 def as_tokens(x: torch.Tensor) -> torch.Tensor:
@@ -203,16 +237,16 @@ ARCHITECTURES: dict[type[Section], type[nn.Module]] = {
 }
 
 
-def residual_stages(widths: Sequence[int], blocks: Sequence[int], attention: Sequence[int] = (), image_size: int = 0,
+def residual_stages(widths: Sequence[int], blocks: Sequence[int], attention: Collection[int] = (), image_size: int = 0,
                     attention_block: Callable[[int, int], nn.Module] | None = None) -> tuple[nn.ModuleList, int]:
     """Stages of residual conv blocks, the first block of every stage after the first halving the
-    resolution; with `attention`, the last attention[s] blocks of stage s are attention_block(width,
-    positions) instead (positions of the stage's map, from `image_size`). -> (layers, output channels)."""
+    resolution; the blocks numbered in `attention` (over the whole network, from 0) are
+    attention_block(width, positions) instead (positions of the stage's map, from `image_size`).
+    -> (layers, output channels)."""
     layers, c_in, side = [], widths[0], image_size
     for stage, (width, count) in enumerate(zip(widths, blocks)):
-        msa = attention[stage] if attention else 0
         for i in range(count):
-            if i >= count - msa:
+            if len(layers) in attention:
                 layers.append(attention_block(width, side * side))
                 continue
             stride = 2 if stage > 0 and i == 0 else 1

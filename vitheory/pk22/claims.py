@@ -1,4 +1,4 @@
-"""[PK22] claims PK-1 to PK-11: statements, the numbers that measure them, thresholds and regimes."""
+"""[PK22] claims PK-1 to PK-13: statements, the numbers that measure them, thresholds and regimes."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from vitheory.core.intervals import MEAN, PAIRED, SETTINGS_GROUP, Measured, Samp
 from vitheory.core.paths import artifact
 from vitheory.core.units import Row, grouped_units, split
 from vitheory.images.params import dataset_named
-from vitheory.pk22 import feature_maps, figures, frequency, hessian, landscape, lesion, noise, trainings
+from vitheory.pk22 import (buildup, feature_maps, figures, frequency, hessian, landscape, lesion, locality, noise,
+                           trainings)
 from vitheory.pk22.feature_maps import block_changes
 from vitheory.pk22.tables import density_units, table_path
 
@@ -513,6 +514,120 @@ def _pk11_statistics(samples: Samples) -> Measured:
     return measured
 
 
+
+def _pk12_regime(params: Any) -> str:
+    cfg, vit, pk = params.pk_locality, params.real.models.vit, params.pk
+    side = f"{vit.patch} x {vit.patch}"
+    return (f"Dataset {dataset_named(params.images)}, patches of {side} pixels. train_real's natural-image ViT "
+            f"(global attention) and the same ViT with its attention in k x k windows of its grid of patches, k in "
+            f"{list(cfg.windows)} (a patch token attends to the patches of its window and to the class token, "
+            f"which attends to every token), trained by the same recipe, {params.real.seeds} seeds each. Test "
+            f"accuracy on every test image; the Hessian as PK-2 and PK-8 measure it, on the first "
+            f"{cfg.hessian_batches} of pk_analysis's {pk.hessian_batches} training mini-batches of "
+            f"{pk.hessian_batch_size} (the global ViT's read there). The control: the {min(cfg.windows)} x "
+            f"{min(cfg.windows)} ViT with its windows laid on a fixed random permutation of the grid (seed {cfg.seed}).")
+
+
+def _locality_samples(root: Path) -> Samples:
+    """Units: per seed, each model's test accuracy and, for the global and the windowed ViTs, their Hessian
+    mini-batches (pk_analysis's first ones for the global ViT, pk_locality_hessian's for the windows); the
+    stages' settings as a group of one."""
+    settings = read_json(root / artifact("pk_locality_metrics"))
+    batches = read_json(root / artifact("pk_locality_hessian_metrics"))["hessian_batches"]
+    accuracy = read_table(root / artifact("pk_locality_table"), locality.COLUMNS)
+    spectra = [row for row in read_table(root / table_path("hessian"), hessian.COLUMNS)
+               if row["model"] == locality.GLOBAL and row["batch"] < batches]
+    spectra += read_table(root / artifact("pk_locality_hessian"), hessian.COLUMNS)
+    density = [row for row in read_table(root / table_path("density"), hessian.DENSITY_COLUMNS)
+               if row["model"] == locality.GLOBAL and row["batch"] < batches]
+    density += read_table(root / artifact("pk_locality_density"), hessian.DENSITY_COLUMNS)
+    shares = {key: hessian.negative_curvature_share(np.array([r["eigenvalue"] for r in rows]),
+                                                    np.array([r["weight"] for r in rows]))
+              for key, rows in _grouped(density, ("model", "seed", "batch")).items()}
+    largest = {(r["model"], r["seed"], r["batch"]): r["eigenvalue"] for r in spectra if r["which"] == "max"}
+
+    def unit(seed: int, rows: list[Row]) -> dict[str, Any]:
+        mine = {key[0]: [] for key in largest if key[1] == seed}
+        for (model, s, batch), value in sorted(largest.items()):
+            if s == seed:
+                mine[model].append({"max": value, "share": shares[model, s, batch]})
+        return {"accuracy": {row["model"]: row["test_accuracy"] for row in rows}, "hessian": mine}
+    return {"seeds": [unit(seed, rows) for seed, rows in sorted(split(accuracy, "seed").items())],
+            SETTINGS_GROUP: [{"windows": settings["windows"], "control_window": settings["control_window"]}]}
+
+
+def _grouped(rows: list[Row], keys: tuple[str, ...]) -> dict[tuple, list[Row]]:
+    found: dict[tuple, list[Row]] = {}
+    for row in rows:
+        found.setdefault(tuple(row[key] for key in keys), []).append(row)
+    return found
+
+
+def _pk12_statistics(samples: Samples) -> Measured:
+    """Per seed: each window's test accuracy minus the global ViT's; its Hessian's negative curvature share
+    minus the global ViT's and log(its lambda_max / the global ViT's), each mean over the mini-batches first;
+    the Hessian's pooled over the windows (the claim is about local attention, every window); the control's
+    accuracy loss. Means over seeds."""
+    settings = samples[SETTINGS_GROUP][0]
+    windows = [locality.model_name(w) for w in settings["windows"]]
+    control = locality.model_name(settings["control_window"])
+    per_seed: dict[str, list[float]] = {}
+
+    def add(name: str, value: float) -> None:
+        per_seed.setdefault(name, []).append(value)
+
+    for unit in samples["seeds"]:
+        accuracy, curvature = unit["accuracy"], unit["hessian"]
+        share = {m: statistics.mean(b["share"] for b in batches) for m, batches in curvature.items()}
+        largest = {m: statistics.mean(b["max"] for b in batches) for m, batches in curvature.items()}
+        for model in (locality.GLOBAL, *windows):
+            add(f"{model}_accuracy", accuracy[model])
+            add(f"{model}_negative_curvature_share", share[model])
+            add(f"{model}_lambda_max", largest[model])
+        for model in windows:
+            add(f"{model}_minus_global_accuracy", accuracy[model] - accuracy[locality.GLOBAL])
+            add(f"{model}_minus_global_negative_curvature_share", share[model] - share[locality.GLOBAL])
+            add(f"log_{model}_over_global_lambda_max", math.log(largest[model] / largest[locality.GLOBAL]))
+        add("worst_window_minus_global_accuracy", min(accuracy[m] - accuracy[locality.GLOBAL] for m in windows))
+        add("local_minus_global_negative_curvature_share",
+            statistics.mean(share[m] for m in windows) - share[locality.GLOBAL])
+        add("log_local_over_global_lambda_max",
+            statistics.mean(math.log(largest[m] / largest[locality.GLOBAL]) for m in windows))
+        add("off_grid_accuracy", accuracy[locality.CONTROL])
+        add("window_minus_off_grid_accuracy", accuracy[control] - accuracy[locality.CONTROL])
+    return {name: statistics.mean(values) for name, values in per_seed.items()}
+
+
+def _pk13_regime(params: Any) -> str:
+    alternet, cfg = params.pk_train.alternet, params.pk_buildup
+    return (f"Dataset {dataset_named(params.images)}, train_real's recipe, {params.real.seeds} seeds per model, all "
+            f"the training images. The all-conv model: train_real's CNN (widths {list(alternet.widths)}, blocks "
+            f"{list(alternet.blocks)}); AlterNet of the same stages with attention blocks (numbered over the network "
+            f"from 0) at {buildup.official_placement(alternet)} (pk_train's, the official placement: closing the "
+            f"stages after the first), at {list(cfg.stage_start)} (the same blocks at the start of their stages) and "
+            f"at {list(cfg.model_end)} (the model's end); none in the first stage (the official rule's, and an "
+            "attention block on its full-resolution map was too costly to train). The control: pk_train's AlterNet "
+            "with its closing attention block removed (PK-7's lesion), not retrained.")
+
+
+def _buildup_samples(root: Path) -> Samples:
+    """Units: per seed, each placement's test accuracy."""
+    rows = read_table(root / artifact("pk_buildup_table"), buildup.COLUMNS)
+    return {"seeds": [{row["model"]: row["test_accuracy"] for row in seed_rows}
+                      for _, seed_rows in sorted(split(rows, "seed").items())]}
+
+
+def _pk13_statistics(samples: Samples) -> Measured:
+    """Per seed, the official placement's test accuracy minus each other's (the rule's steps and the
+    alternatives), mean over seeds; each placement's mean accuracy."""
+    units = samples["seeds"]
+    official = buildup.STAGE_END
+    models = (buildup.ALL_CONV, official, *buildup.PLACEMENTS, buildup.CONTROL)
+    measured: Measured = {f"{model}_accuracy": statistics.mean(unit[model] for unit in units) for model in models}
+    for other in (buildup.ALL_CONV, *buildup.PLACEMENTS, buildup.CONTROL):
+        measured[f"stage_end_minus_{other}_accuracy"] = statistics.mean(unit[official] - unit[other] for unit in units)
+    return measured
+
 PAPER = Paper(
     key="PK22",
     citation="Park, Kim. How Do Vision Transformers Work? ICLR 2022, arXiv 2202.06709.",
@@ -813,6 +928,73 @@ PAPER = Paper(
             samples=_frequency_samples,
             statistics=_pk11_statistics,
             regime=_pk11_regime,
+        ),
+        Claim(
+            id="PK-12",
+            data=REAL,
+            seeds=("real.seeds",),
+            statement=("Data specificity, not long-range dependency (Sec. 2): local attention, masked to k x k "
+                       "windows of the grid of patches, matches or beats global attention in test accuracy, and "
+                       "flattens the loss landscape: fewer negative and smaller positive Hessian eigenvalues."),
+            metric=("per seed: the least over the windows of a window's ViT's test accuracy minus the global "
+                    "ViT's (train_real's); PK-2's "
+                    "negative curvature share tr(H_-^2) / tr(H^2) and PK-8's lambda_max of the Hessian of NLL + L2, "
+                    "mean over the same training mini-batches, each window's against the global ViT's (a "
+                    "difference of shares, a log ratio of lambda_max), mean over the windows; means over seeds. "
+                    "Described: each window's own Hessian comparisons; the control, the smallest window's ViT "
+                    "read with its windows laid off its neighbours"),
+            criteria=(Criterion("worst_window_minus_global_accuracy", ">", -0.01,
+                                ("ours: [PK22] Sec. 2 finds local attention better ('data specificity, not "
+                                 "long-range dependency', the abstract); 'matches or beats' read as every window at "
+                                 "most 1 point of test accuracy below the global ViT (7 of 718 test images), seed by "
+                                 "seed"), PAIRED, group="seeds"),
+                      Criterion("local_minus_global_negative_curvature_share", "<", 0.0,
+                                ("paper: [PK22] Sec. 2 (abstract: MSAs improve 'by flattening the loss landscapes', "
+                                 "'primarily attributable to their data specificity'); local attention suppresses "
+                                 "negative Hessian eigenvalues: the sign, seed by seed"), PAIRED, group="seeds"),
+                      Criterion("log_local_over_global_lambda_max", "<", 0.0,
+                                ("paper: [PK22] Sec. 2: local attention reduces the magnitude of the Hessian's "
+                                 "eigenvalues (a flatter landscape); the sign of the log ratio, seed by seed"),
+                                PAIRED, group="seeds")),
+            conditions=(Criterion("window_minus_off_grid_accuracy", ">", 0.0,
+                                  ("ours: the positive control: a ViT trained to read neighbourhoods must read "
+                                   "worse with its windows laid off them (as many tokens each), or the accuracy "
+                                   "comparison cannot see locality; the sign, seed by seed"), PAIRED, group="seeds"),),
+            evidence=(figure_path(figures.LOCALITY), artifact("pk_locality_table"), artifact("pk_locality_hessian"),
+                      artifact("pk_locality_density")),
+            samples=_locality_samples,
+            statistics=_pk12_statistics,
+            regime=_pk12_regime,
+        ),
+        Claim(
+            id="PK-13",
+            data=REAL,
+            seeds=("real.seeds",),
+            statement=("The build-up rule (Sec. 4): replacing convolutions by attention from the end of the network "
+                       "places attention blocks at the end of a stage, and there they beat the same blocks at the "
+                       "start of their stage and attention only at the end of the model."),
+            metric=("per seed, the test accuracy of AlterNet with the official placement (attention closing the "
+                    "stages after the first) minus that of the same network with those attention blocks at the "
+                    "start of their stages, and minus that of the network whose last stage is all attention after "
+                    "its downsampling block (the model's end); means over seeds. Described: the rule's first step, "
+                    "the official placement against the all-conv CNN; the control, the official AlterNet without its "
+                    "closing attention block"),
+            criteria=(Criterion("stage_end_minus_stage_start_accuracy", ">", 0.0,
+                                ("paper: [PK22] Sec. 4 (the official README: 'MSAs at the end of a stage (not a "
+                                 "model) significantly improve the accuracy'; the rule replaces convolutions from a "
+                                 "stage's end); the sign, seed by seed"), PAIRED, group="seeds"),
+                      Criterion("stage_end_minus_model_end_accuracy", ">", 0.0,
+                                ("paper: [PK22] Sec. 4 (seed summary: 'an MSA module at the end of each stage, and "
+                                 "not at the end of the model as the popular belief'); the sign, seed by seed"),
+                                PAIRED, group="seeds")),
+            conditions=(Criterion("stage_end_minus_lesioned_accuracy", ">", 0.0,
+                                  ("ours: the positive control: the official AlterNet without the attention block it "
+                                   "trained with is a placement known to be worse; the comparison must find it worse, "
+                                   "seed by seed"), PAIRED, group="seeds"),),
+            evidence=(figure_path(figures.BUILDUP), artifact("pk_buildup_table")),
+            samples=_buildup_samples,
+            statistics=_pk13_statistics,
+            regime=_pk13_regime,
         ),
     ),
 )

@@ -1,6 +1,6 @@
 """[PK22] figures: feature maps block by block (PK-3, PK-4), band-passed noise (PK-5), the Hessian
 spectrum (PK-2), small data and AlterNet (PK-1, PK-6), the loss landscape (PK-10), filtered images and cue
-conflicts (PK-11)."""
+conflicts (PK-11), local attention (PK-12) and the placements of the build-up rule (PK-13)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import seaborn as sns
 from vitheory.core.artifacts import read_json
 from vitheory.core.figures import model_colour, model_palette, read_frame, save_figure
 from vitheory.core.paths import artifact
-from vitheory.pk22 import frequency, hessian, landscape, trainings
+from vitheory.pk22 import buildup, frequency, hessian, landscape, locality, trainings
 from vitheory.pk22.tables import TABLES, table_path
 
 FEATURES, NOISE, HESSIAN, SMALL_DATA, LESION = "pk_features", "pk_noise", "pk_hessian", "pk_small_data", "pk_lesion"
-LANDSCAPE, FREQUENCY = "pk_landscape", "pk_frequency"
+LANDSCAPE, FREQUENCY, LOCALITY, BUILDUP = "pk_landscape", "pk_frequency", "pk_locality", "pk_buildup"
 
 
 PK_MODELS = {"vit": "ViT", "cnn": "CNN", "alternet": "AlterNet",
@@ -259,6 +259,63 @@ def pk_frequency_figure(rows: pd.DataFrame) -> plt.Figure:
     return fig
 
 
+CONTROL_COLOUR = (0.5, 0.5, 0.5)  # every control, as PK-11's
+
+
+def _seed_points(ax: plt.Axes, table: pd.DataFrame, order: list[str], labels: dict[str, str],
+                 colours: dict[str, Any], quantity: str) -> None:
+    """Each model (x, in `order`) a dot per seed, its seeds joined across the models by a thin grey line
+    (the comparisons are paired by seed), the mean a bar."""
+    wide = table.pivot(index="seed", columns="model", values=quantity)[order]
+    for _, seed in wide.iterrows():
+        ax.plot(range(len(order)), seed.to_numpy(), color="grey", lw=0.6, alpha=0.5, zorder=1)
+    for place, model in enumerate(order):
+        ax.scatter([place] * len(wide), wide[model], color=colours[model], s=18, zorder=3)
+        ax.hlines(wide[model].mean(), place - 0.3, place + 0.3, color=colours[model], lw=2.5, zorder=2)
+    ax.set_xticks(range(len(order)), [labels[model] for model in order], rotation=20, ha="right", fontsize="small")
+
+
+def pk_locality_figure(accuracy: pd.DataFrame, spectra: pd.DataFrame, density: pd.DataFrame) -> plt.Figure:
+    """PK-12: the test accuracy of the global ViT, each window's and the control's, and their Hessians'
+    negative curvature share and lambda_max (mean over the mini-batches of a seed); each seed a dot, joined
+    across the models. Every model a ViT, in the ViT's colour; the control grey."""
+    windows = sorted({w for m, w in zip(accuracy.model, accuracy.window) if m not in (locality.GLOBAL, locality.CONTROL)},
+                     reverse=True)
+    names = [locality.GLOBAL] + [locality.model_name(w) for w in windows]
+    control = accuracy[accuracy.model == locality.CONTROL].window.iloc[0]
+    labels = {locality.GLOBAL: "global", locality.CONTROL: f"{control} x {control} off its grid (control)"} | {
+        locality.model_name(w): f"{w} x {w} window" for w in windows}
+    colours = {name: model_colour("vit") for name in names} | {locality.CONTROL: CONTROL_COLOUR}
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), layout="constrained")
+    _seed_points(axes[0], accuracy, names + [locality.CONTROL], labels, colours, "test_accuracy")
+    axes[0].set(ylabel="test accuracy", title="Test accuracy (paired by seed)")
+    shares = negative_curvature_shares(density)
+    _seed_points(axes[1], shares, names, labels, colours, "share")
+    axes[1].set(ylabel="tr(H₋²) / tr(H²)", title="Negative curvature share (as PK-2)")
+    largest = spectra[spectra.which == "max"].groupby(["model", "seed"]).eigenvalue.mean().reset_index()
+    _seed_points(axes[2], largest, names, labels, colours, "eigenvalue")
+    axes[2].set(ylabel="λ_max", yscale="log", title="Largest Hessian eigenvalue (as PK-8)")
+    fig.suptitle("Local attention: the ViT with its attention in k x k windows of its patches (PK-12)",
+                 fontsize="small")
+    return fig
+
+
+BUILDUP_LABELS = {buildup.ALL_CONV: "all-conv CNN", buildup.STAGE_END: "AlterNet: attention closing stages",
+                  "stage_start": "attention at stage starts", "model_end": "attention at the model's end",
+                  buildup.CONTROL: "AlterNet, closing attention removed (control)"}
+
+
+def pk_buildup_figure(accuracy: pd.DataFrame) -> plt.Figure:
+    """PK-13: the test accuracy of each placement of the attention blocks, from the all-conv CNN through the
+    official AlterNet to the other placements and the control; each seed a dot, joined across them."""
+    order = [buildup.ALL_CONV, buildup.STAGE_END, *buildup.PLACEMENTS, buildup.CONTROL]
+    colours = {name: model_colour("alternet") for name in order} | {
+        buildup.ALL_CONV: model_colour("cnn"), buildup.CONTROL: CONTROL_COLOUR}
+    fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
+    _seed_points(ax, accuracy, order, BUILDUP_LABELS, colours, "test_accuracy")
+    ax.set(ylabel="test accuracy", title="Where the attention blocks go (PK-13, paired by seed)")
+    return fig
+
 def render(params: Any, noise_decides: str, share_comparisons: Sequence[tuple[str, str]]) -> None:
     """Every [PK22] figure, from its stages' artifacts; the claims name what they decide on
     (`noise_decides`, `share_comparisons`: vitheory.pk22.claims)."""
@@ -273,3 +330,12 @@ def render(params: Any, noise_decides: str, share_comparisons: Sequence[tuple[st
     save_figure(pk_landscape_figure(read_frame(artifact("pk_landscape_table"), landscape.COLUMNS), weight_decay),
                 LANDSCAPE, dpi)
     save_figure(pk_frequency_figure(read_frame(artifact("pk_frequency_table"), frequency.COLUMNS)), FREQUENCY, dpi)
+    # PK-12's global ViT: pk_analysis's first mini-batches, the ones the windows were read on
+    batches = read_json(artifact("pk_locality_hessian_metrics"))["hessian_batches"]
+    spectra, density = (pd.concat([table[(table.model == locality.GLOBAL) & (table.batch < batches)],
+                                   read_frame(artifact(path), columns)])
+                        for table, path, columns in ((tables["hessian"], "pk_locality_hessian", hessian.COLUMNS),
+                                                     (tables["density"], "pk_locality_density", hessian.DENSITY_COLUMNS)))
+    save_figure(pk_locality_figure(read_frame(artifact("pk_locality_table"), locality.COLUMNS), spectra, density),
+                LOCALITY, dpi)
+    save_figure(pk_buildup_figure(read_frame(artifact("pk_buildup_table"), buildup.COLUMNS)), BUILDUP, dpi)

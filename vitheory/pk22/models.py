@@ -34,22 +34,35 @@ class AlterNet(nn.Module):
     Args:
         image_size, channels, n_classes: the data's. widths: channels per stage. blocks: blocks per
         stage. attention: attention blocks at the end of each stage (the first block of every later
-        stage downsamples and stays a conv block). heads: attention heads.
+        stage downsamples and stays a conv block). heads: attention heads. placement: where given, the
+        attention blocks' indices over the whole network (from 0) instead, anywhere but a downsampling
+        block (PK-13's placements); `attention` must then count them per stage.
     """
 
     KIND: ClassVar[str] = "alternet"  # its switch in real.compile_by_kind
 
     def __init__(self, *, image_size: int, channels: int, n_classes: int, widths: Sequence[int],
-                 blocks: Sequence[int], attention: Sequence[int], heads: int):
+                 blocks: Sequence[int], attention: Sequence[int], heads: int, placement: Sequence[int] = ()):
         super().__init__()
         if not len(widths) == len(blocks) == len(attention) or any(
                 a > b - (1 if stage else 0) for stage, (a, b) in enumerate(zip(attention, blocks))):
             raise ValueError(f"per stage a width, a block count and at most as many attention blocks as the stage "
                              f"has blocks after its first: widths {widths}, blocks {blocks}, attention {attention}")
+        starts = [sum(blocks[:stage]) for stage in range(len(blocks))]
+        at = set(placement) or {start + count - i - 1 for start, count, a in zip(starts, blocks, attention)
+                                for i in range(a)}
+        downsampling = set(starts[1:])
+        per_stage = [sum(start <= i < start + count for i in at) for start, count in zip(starts, blocks)]
+        if placement and (len(at) != len(placement) or at & downsampling or not at <= set(range(sum(blocks)))
+                          or per_stage != list(attention)):
+            raise ValueError(f"placement {list(placement)}: distinct blocks of the {sum(blocks)}, none downsampling "
+                             f"(blocks {sorted(downsampling)}), counted per stage by attention {list(attention)}")
+        # a placement is written only where given: checkpoints written before the option load as they are
         self.config = {"image_size": image_size, "channels": channels, "n_classes": n_classes,
-                       "widths": list(widths), "blocks": list(blocks), "attention": list(attention), "heads": heads}
+                       "widths": list(widths), "blocks": list(blocks), "attention": list(attention), "heads": heads
+                       } | ({"placement": list(placement)} if placement else {})
         self.stem = conv_stem(channels, widths[0])
-        self.layers, c_in = residual_stages(widths, blocks, attention, image_size,
+        self.layers, c_in = residual_stages(widths, blocks, at, image_size,
                                             lambda width, positions: MapAttention(width, heads, positions))
         self.head = nn.Linear(c_in, n_classes)
 

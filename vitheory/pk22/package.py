@@ -11,10 +11,12 @@ from vitheory.core.config import Violation
 from vitheory.core.package import Package
 from vitheory.images.datasets import read_digits, split_indices
 from vitheory.pk22 import figures, params, rederive
+from vitheory.pk22.buildup import BuildUpParams, placement_violations
 from vitheory.pk22.claims import NOISE_DECIDES, PAPER, SHARE_COMPARISONS
 from vitheory.pk22.frequency import FrequencyParams
 from vitheory.pk22.hessian import check_batches
 from vitheory.pk22.landscape import LandscapeParams
+from vitheory.pk22.locality import LocalityParams
 from vitheory.pk22.trainings import fraction_index
 
 
@@ -48,11 +50,18 @@ def relations(whole: Any) -> Iterator[Violation]:
     batches against the smallest fraction's training images."""
     yield from params.relations(whole)
     hessian_fits_smallest_fraction(whole)
+    # PK-12 compares the windowed ViTs' Hessians with the global ViT's on pk_analysis's same first mini-batches
+    if whole.pk_locality.hessian_batches > whole.pk.hessian_batches:
+        yield ("pk_locality.hessian_batches", whole.pk_locality.hessian_batches,
+               f"<= pk.hessian_batches ({whole.pk.hessian_batches}): the global ViT's are pk_analysis's")
+    yield from ((f"pk_buildup.{key}", value, allowed)
+                for key, value, allowed in placement_violations(whole.pk_train.alternet, whole.pk_buildup))
 
 
 # the figures mark what the claims decide on: PK-5's normalisation of the noise, PK-2's comparisons
-# PK-10's and PK-11's sections beside pk22/params.py's: their stages came after the image stages' committed run
-SECTIONS = {**params.SECTIONS, "pk_landscape": LandscapeParams, "pk_frequency": FrequencyParams}
+# PK-10's to PK-13's sections beside pk22/params.py's: their stages came after the image stages' committed run
+SECTIONS = {**params.SECTIONS, "pk_landscape": LandscapeParams, "pk_frequency": FrequencyParams,
+            "pk_locality": LocalityParams, "pk_buildup": BuildUpParams}
 PACKAGE = Package(name="pk22", params=SECTIONS, relations=relations, paper=PAPER,
                   render=partial(figures.render, noise_decides=NOISE_DECIDES,
                                  share_comparisons=tuple(SHARE_COMPARISONS.values())),

@@ -1,7 +1,7 @@
 """[PK22] stored values re-derived from other raw artifacts, for `python -m vitheory.verify`: PK-10's plane
-centre and corners from each checkpoint (the directions drawn again from their seeds), PK-11's rows from
-each checkpoint and control. pk_analysis's and pk_train's tables are the claims' raw input: verify
-re-evaluates those claims, DVC ties the tables to code."""
+centre and corners from each checkpoint (the directions drawn again from their seeds), PK-11's, PK-12's and
+PK-13's accuracy rows from each checkpoint and control. pk_analysis's, pk_train's and pk_locality_hessian's
+tables are the claims' raw input: verify re-evaluates those claims, DVC ties the tables to code."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from vitheory.core.config import read_params_file, view
 from vitheory.core.paths import artifact, run_name
 from vitheory.core.rederive import Problem, differs, same
 from vitheory.images.params import RealTrainParams
-from vitheory.images.training import load_images
-from vitheory.pk22 import frequency, landscape
+from vitheory.images.training import evaluate, load_images
+from vitheory.pk22 import buildup, frequency, landscape, locality
 
 # a loss recomputed in float32 on another machine may differ in its last bits; an accuracy is a count
 LOSS_TOLERANCE = 1e-5
@@ -72,4 +72,46 @@ def pk_frequency(root: Path) -> list[Problem]:
     return [] if same(sorted(stored), sorted(again)) else differs(path, "its rows differ from the checkpoints'")
 
 
-CHECKS = (pk_landscape, pk_frequency)
+
+def _same_rows(root: Path, name: str, columns: dict, again: list[tuple]) -> list[Problem]:
+    stored = [tuple(row.values()) for row in read_table(root / artifact(name), columns)]
+    return [] if same(sorted(stored), sorted(again)) else differs(artifact(name), "its rows differ from the checkpoints'")
+
+
+def pk_locality(root: Path) -> list[Problem]:
+    """Every row, from train_real's global ViT, each window's checkpoints and the control made from them."""
+    params = _params(root, {"pk_locality": locality.LocalityParams, "real": RealTrainParams},
+                     ["pk_locality.windows", "pk_locality.seed", "real.seeds"])
+    cfg = params.pk_locality
+    data = load_images(root / artifact("images"), ("test",), torch.device("cpu"))
+    x, y = data.x["test"], data.y["test"]
+    again = []
+    for seed in range(params.real.seeds):
+        again.append(locality.accuracy_row(locality.GLOBAL, seed, 0, load_checkpoint(
+            _folder(root, locality.GLOBAL) / seed_folder(seed)), x, y))
+        for window in cfg.windows:
+            model = load_checkpoint(root / artifact("pk_locality_models") / locality.model_name(window) / seed_folder(seed))
+            again.append(locality.accuracy_row(locality.model_name(window), seed, window, model, x, y))
+            if window == min(cfg.windows):
+                again.append(locality.accuracy_row(locality.CONTROL, seed, window, locality.off_grid(model, cfg.seed),
+                                                   x, y))
+    return _same_rows(root, "pk_locality_table", locality.COLUMNS, again)
+
+
+def pk_buildup(root: Path) -> list[Problem]:
+    """Every row, from train_real's CNN, pk_train's AlterNet, each placement's checkpoints and the control."""
+    params = _params(root, {"real": RealTrainParams}, ["real.seeds"])
+    data = load_images(root / artifact("images"), ("test",), torch.device("cpu"))
+    folders = {buildup.ALL_CONV: _folder(root, "cnn"), buildup.STAGE_END: _folder(root, "alternet")} | {
+        name: root / artifact("pk_buildup_models") / name for name in buildup.PLACEMENTS}
+    again = []
+    for seed in range(params.real.seeds):
+        models = {name: load_checkpoint(folder / seed_folder(seed)) for name, folder in folders.items()}
+        models[buildup.CONTROL] = buildup.without_closing_attention(models[buildup.STAGE_END])
+        for name, model in models.items():
+            measured = evaluate(model, data.x["test"], data.y["test"])
+            again.append((name, seed, measured["loss"], measured["accuracy"]))
+    return _same_rows(root, "pk_buildup_table", buildup.COLUMNS, again)
+
+
+CHECKS = (pk_landscape, pk_frequency, pk_locality, pk_buildup)
