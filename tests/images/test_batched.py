@@ -1,20 +1,25 @@
-"""The seeds of one image training as one batched model (vitheory.images.batched): each seed ends where
-run_task takes it alone, to float tolerance, and resumes from the state either path saves."""
+"""The one image trainer (vitheory.images.batched): a batch of one runs the recipe as a model's own plain
+loop does, to the bit; each seed of a stacked batch ends where a batch of one takes it, to float tolerance,
+and resumes from the state either saves."""
 
+import math
 import shutil
 from dataclasses import replace
 from functools import partial
 
 import pytest
 import torch
+import torch.nn.functional as F
 from conftest import ROOT
 
+from vitheory.core.device import seeded
+from vitheory.core.errors import TrainingDiverged
+from vitheory.images import batched, training
 from vitheory.images import datasets as images
-from vitheory.images import training
-from vitheory.images.batched import BatchedFit, batches, train_batched
+from vitheory.images.batched import StackedModels, batches, evaluate_batch, fit_batch, train_batched
 from vitheory.images.params import CompileParams, ResNetPreset, ViTPreset
-from vitheory.images.recipe import FitTask
-from vitheory.images.training import Normalizer, build_model, pixel_permutation, run_task
+from vitheory.images.recipe import FitTask, apply_augmentation, permute_pixels, warmup_cosine
+from vitheory.images.training import Normalizer, build_model, fit, pixel_permutation, run_task
 from vitheory.params import load_params
 from vitheory.pk22.params import AlterNetPreset
 from vitheory.pk22.trainings import build_alternet
@@ -59,26 +64,69 @@ def _determined(name: str, weight: torch.Tensor) -> torch.Tensor:
     return weight[:len(weight) // 2] if name.endswith("attn.qk.bias") else weight
 
 
-def _assert_close(batched, alone):
-    assert batched.weights.keys() == alone.weights.keys()
+def _assert_close(stacked, alone):
+    assert stacked.weights.keys() == alone.weights.keys()
     for name, weight in alone.weights.items():
-        torch.testing.assert_close(_determined(name, batched.weights[name]), _determined(name, weight), rtol=1e-4,
+        torch.testing.assert_close(_determined(name, stacked.weights[name]), _determined(name, weight), rtol=1e-4,
                                    atol=1e-5, msg=name)
-    assert [epoch.keys() for epoch in batched.log] == [epoch.keys() for epoch in alone.log]
-    for epoch, reference in zip(batched.log, alone.log):
+    assert [epoch.keys() for epoch in stacked.log] == [epoch.keys() for epoch in alone.log]
+    for epoch, reference in zip(stacked.log, alone.log):
         assert epoch == pytest.approx(reference, rel=1e-4, abs=1e-5)
-    assert batched.final.keys() == alone.final.keys()
+    assert stacked.final.keys() == alone.final.keys()
     for name, metrics in alone.final.items():
-        assert batched.final[name] == pytest.approx(metrics, rel=1e-4, abs=1e-5)
+        assert stacked.final[name] == pytest.approx(metrics, rel=1e-4, abs=1e-5)
+
+
+def _plain_loop(model: torch.nn.Module, cfg, epochs: int, seed: int, permutation: torch.Tensor | None) -> None:
+    """The recipe as one model's own loop, written out: each epoch the data order, then per batch its
+    shifts (dy for every image, then dx) and its flips, from one generator; cross-entropy; AdamW under a
+    warmup then a cosine schedule."""
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    steps = math.ceil(len(Y) / cfg.batch_size)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, warmup_cosine(min(cfg.warmup_epochs * steps, epochs * steps - 1), epochs * steps))
+    for _ in range(epochs):
+        model.train()
+        order = torch.randperm(len(Y), generator=generator)
+        for start in range(0, len(Y), cfg.batch_size):
+            index = order[start:start + cfg.batch_size]
+            shifts = torch.stack([torch.randint(0, 2 * cfg.shift + 1, (len(index),), generator=generator)
+                                  for _ in range(2)], 1)
+            flips = torch.rand(len(index), generator=generator) < 0.5
+            images = permute_pixels(apply_augmentation(X[index], cfg.shift, shifts, flips), permutation)
+            loss = F.cross_entropy(model(images), Y[index])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+
+
+@pytest.mark.parametrize("permuted", [False, True])
+@pytest.mark.parametrize("model", BUILDS)
+def test_a_batch_of_one_trains_to_the_bits_of_the_plain_loop(model, permuted):
+    """`fit`, the trainer's batch of one (every seed on a CPU), against the plain loop: the same bytes, weights
+    and BatchNorm statistics, after two epochs (a smaller last batch, warmup then cosine, shifts and flips).
+    It fails if the trainer draws a seed's data order or augmentation in another order, or feeds the model
+    a batch laid out otherwise (one channel: the strides a convolution reads)."""
+    permutation = pixel_permutation(8, 8, 1, 0) if permuted else None
+    trained, plain = seeded(7, BUILDS[model]), seeded(7, BUILDS[model])
+    fit(trained, X, Y, CFG, epochs=2, seed=7, permutation=permutation, progress=False)
+    _plain_loop(plain, CFG, 2, 7, permutation)
+    assert trained.state_dict().keys() == plain.state_dict().keys()
+    ours = trained.state_dict()
+    unequal = [name for name, weight in plain.state_dict().items() if not torch.equal(ours[name], weight)]
+    assert not unequal, unequal
+    assert not torch.equal(trained.state_dict()["head.weight"], seeded(7, BUILDS[model]).state_dict()["head.weight"])
 
 
 @pytest.mark.parametrize("model", BUILDS)
-def test_each_batched_seed_ends_where_it_would_alone(model):
+def test_each_stacked_seed_ends_where_a_batch_of_one_takes_it(model):
     tasks = _tasks(model)
     together = train_batched(tasks, torch.device("cpu"), progress=False)
     assert len(together) == len(SEEDS) and len(together[0].log) == 2
-    for task, batched in zip(tasks, together):
-        _assert_close(batched, run_task(task, "cpu", progress=False))
+    for task, stacked in zip(tasks, together):
+        _assert_close(stacked, run_task(task, "cpu", progress=False))
     assert not torch.equal(together[0].weights["head.weight"], together[1].weights["head.weight"])
 
 
@@ -91,6 +139,34 @@ def test_only_tasks_that_differ_in_seed_and_log_train_as_one_batch():
         [0, 2], [1, 5], [3], [4], [6]]
 
 
+@pytest.mark.parametrize("model", BUILDS)
+def test_a_family_of_seeds_is_one_batch_unless_its_kind_compiles(model):
+    """Every compile switch off: one batch. The switch of the family's kind on: a batch of one per seed (what
+    is compiled is a model's forward); another kind's switch on changes nothing."""
+    off = CompileParams.every_kind(False)
+    assert batches(_tasks(model, compile_by_kind=off)) == [[0, 1, 2]]
+    assert batches(_tasks(model, compile_by_kind=replace(off, **{model: True}))) == [[0], [1], [2]]
+    other = replace(off, **{next(kind for kind in BUILDS if kind != model): True})
+    assert batches(_tasks(model, compile_by_kind=other)) == [[0, 1, 2]]
+
+
+def test_on_a_gpu_every_batch_trains_and_the_results_keep_the_tasks_order(monkeypatch):
+    """A stage's tasks of two kinds, one compiled, on CUDA (stood in for: the batches recorded, nothing
+    trained): the eager family as one batch, each compiled task alone, the results in the tasks' order."""
+    cfg = replace(CompileParams.every_kind(False), cnn=True)
+    vit, cnn = _tasks("vit", compile_by_kind=cfg), _tasks("cnn", compile_by_kind=cfg)
+    mixed = [replace(cnn[0], seed=10), *vit, replace(cnn[1], seed=11)]
+    trained = []
+
+    def recorded(tasks, states, device, progress):
+        trained.append([task.seed for task in tasks])
+        return [f"seed {task.seed}" for task in tasks]
+
+    monkeypatch.setattr(batched, "fit_tasks", recorded)
+    assert training.run_tasks(mixed, torch.device("cuda"), progress=False) == [f"seed {t.seed}" for t in mixed]
+    assert trained == [[10], [*SEEDS], [11]]
+
+
 def test_a_killed_batched_run_resumes_batched_or_alone(tmp_path, monkeypatch):
     """Killed before its second epoch's save: resumed batched, it ends with the bytes of an uninterrupted
     batched run; a seed whose state is gone trains afresh in a batch of its own; and the state the
@@ -98,15 +174,16 @@ def test_a_killed_batched_run_resumes_batched_or_alone(tmp_path, monkeypatch):
     for folder in ("whole", "killed"):
         (tmp_path / folder).mkdir()
     uninterrupted = train_batched(_tasks("cnn", state_folder=tmp_path / "whole"), torch.device("cpu"), progress=False)
-    evaluate = BatchedFit.evaluate
+    calls = []
 
-    def killed_in_epoch_two(fitting, *args):
-        if fitting.logs[0]:
+    def killed_in_epoch_two(*args):
+        calls.append(args)
+        if len(calls) > len(HELD_OUT):  # epoch 1 evaluated every split; epoch 2 is killed at its first
             raise Killed
-        return evaluate(fitting, *args)
+        return evaluate_batch(*args)
 
     with monkeypatch.context() as patched:
-        patched.setattr(BatchedFit, "evaluate", killed_in_epoch_two)
+        patched.setattr(batched, "evaluate_batch", killed_in_epoch_two)
         with pytest.raises(Killed):
             train_batched(_tasks("cnn", state_folder=tmp_path / "killed"), torch.device("cpu"), progress=False)
     for suffix in ("json", "safetensors"):
@@ -121,54 +198,27 @@ def test_a_killed_batched_run_resumes_batched_or_alone(tmp_path, monkeypatch):
     _assert_close(alone_from_batched_state, uninterrupted[0])
 
 
-def test_the_batched_evaluation_counts_a_seed_with_nan_outputs_wrong():
-    """A diverged seed's NaN logits are no prediction (issue 53), here as in the per-seed evaluate."""
-    tasks = _tasks("vit", epochs=1)[:2]
-    fit = BatchedFit(tasks, [None, None], torch.device("cpu"))
+def test_the_evaluation_counts_a_seed_with_nan_outputs_wrong():
+    """A diverged seed's NaN logits are no prediction (issue 53), in a stacked batch as in a batch of one."""
+    stacked = StackedModels([seeded(seed, BUILDS["vit"]) for seed in SEEDS[:2]])
     with torch.no_grad():
-        next(iter(fit.ensemble.params.values()))[1].fill_(float("nan"))  # the second seed's weights only
-    metrics = fit.evaluate()
-    assert all(split["accuracy"] == 0.0 for split in metrics[1].values())
-    assert all(split["accuracy"] > 0.0 for split in metrics[0].values())
+        next(iter(stacked.ensemble.params.values()))[1].fill_(float("nan"))  # the second seed's weights only
+    metrics = evaluate_batch(stacked, *HELD_OUT["val"])
+    assert metrics[1]["accuracy"] == 0.0 and metrics[0]["accuracy"] > 0.0
 
 
-def _dispatched(monkeypatch, tasks: list[FitTask]) -> dict[str, list[int]]:
-    """Which trainer `run_tasks` hands each task to on a GPU (CUDA stood in for: both trainers recorded,
-    nothing trained), by the tasks' seeds."""
-    chosen: dict[str, list[int]] = {"batched": [], "one at a time": []}
-
-    def batched(family, device, progress):
-        chosen["batched"] += [task.seed for task in family]
-        return [f"batched {task.seed}" for task in family]
-
-    def alone(task, device, progress):
-        chosen["one at a time"].append(task.seed)
-        return f"alone {task.seed}"
-
-    monkeypatch.setattr(training, "train_batched", batched)
-    monkeypatch.setattr(training, "run_task", alone)
-    results = training.run_tasks(tasks, torch.device("cuda"), progress=False)
-    assert results == [next(f"{how} {task.seed}" for how in ("batched", "alone")
-                            if task.seed in chosen["batched" if how == "batched" else "one at a time"])
-                       for task in tasks]
-    return chosen
+@pytest.mark.parametrize("seeds", [1, len(SEEDS)])
+def test_a_diverging_seed_stops_its_batch_naming_it_and_its_epoch_is_not_saved(tmp_path, seeds):
+    tasks = [replace(task, desc=f"seed {task.seed}") for task in _tasks("cnn", state_folder=tmp_path, lr=1e9)][:seeds]
+    with pytest.raises(TrainingDiverged, match=r"^seed 0: training loss became (nan|-?inf) in epoch 1: "
+                                               r"lower real\.lr \(now 1000000000\.0\)$"):
+        train_batched(tasks, torch.device("cpu"), progress=False)
+    assert not list(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize("model", BUILDS)
-def test_on_a_gpu_a_family_of_seeds_trains_batched_unless_its_kind_compiles(monkeypatch, model):
-    """Every compile switch off: the batched trainer. The switch of the family's kind on: one seed after the
-    other, as the per-seed trainer compiles it; another kind's switch on changes nothing."""
-    off = CompileParams.every_kind(False)
-    assert _dispatched(monkeypatch, _tasks(model, compile_by_kind=off)) == {"batched": [*SEEDS], "one at a time": []}
-    own = replace(off, **{model: True})
-    assert _dispatched(monkeypatch, _tasks(model, compile_by_kind=own)) == {"batched": [], "one at a time": [*SEEDS]}
-    other = replace(off, **{next(kind for kind in BUILDS if kind != model): True})
-    assert _dispatched(monkeypatch, _tasks(model, compile_by_kind=other)) == {"batched": [*SEEDS], "one at a time": []}
-
-
-def test_on_a_gpu_compiled_and_eager_families_keep_the_tasks_order(monkeypatch):
-    """A stage's tasks of two kinds, one compiled: each to its trainer, the results in the tasks' order."""
-    cfg = replace(CompileParams.every_kind(False), cnn=True)
-    vit, cnn = _tasks("vit", compile_by_kind=cfg), _tasks("cnn", compile_by_kind=cfg)
-    mixed = [replace(task, seed=10 + task.seed) for task in cnn[:1]] + vit + [replace(cnn[1], seed=11)]
-    assert _dispatched(monkeypatch, mixed) == {"batched": [*SEEDS], "one at a time": [10, 11]}
+def test_stacked_seeds_refuse_per_image_forward_keywords():
+    """The ensemble would hand a keyword to every seed whole: tokens kept per seed train one seed at a time."""
+    stacked = StackedModels([seeded(seed, BUILDS["vit"]) for seed in SEEDS])
+    with pytest.raises(ValueError, match="keep"):
+        fit_batch(stacked, X, Y, CFG, epochs=1, seeds=SEEDS, token_keep=lambda batch: torch.zeros(len(batch), 2),
+                  progress=False)

@@ -12,9 +12,10 @@ from conftest import ROOT
 from torch._dynamo.utils import counters
 
 from vitheory.core.device import seeded
+from vitheory.images.batched import INDUCTOR_CACHE, compiles
 from vitheory.images.models import ARCHITECTURES
 from vitheory.images.params import CompileParams, ViTPreset
-from vitheory.images.training import INDUCTOR_CACHE, build_model, compiles, fit
+from vitheory.images.training import build_model, fit
 from vitheory.params import ParamsError, load_params, parse_params
 from vitheory.pk22.models import AlterNet
 

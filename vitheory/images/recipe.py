@@ -1,6 +1,6 @@
-"""What the per-seed trainer (`training`) and the batched one (`batched`) share: a training task and its
+"""The image trainer's (vitheory.images.batched) parts that others read too: a training task and its
 result, the learning-rate schedule, the augmentation's draws and their application, the pixel
-permutation. One copy, so that a batched seed draws and sees exactly what it would alone."""
+permutation (the Hessian and loss-landscape measures of [PK22] augment and permute as it trains)."""
 
 from __future__ import annotations
 
