@@ -11,7 +11,7 @@ from vitheory.core.cli import run_stage
 from vitheory.core.config import ParamsView
 from vitheory.core.device import DEVICE, resolve_device
 from vitheory.core.paths import artifact
-from vitheory.images.params import RealTrainParams
+from vitheory.images.params import RealTrainParams, RecipeParams
 from vitheory.images.training import evaluate, load_images
 from vitheory.pk22.buildup import (ALL_CONV, COLUMNS, CONTROL, STAGE_END, BuildUpParams, train_placements,
                                    without_closing_attention)
@@ -22,7 +22,7 @@ PARAMS = {"train.device": DEVICE, "pk_buildup": BuildUpParams, "real": RealTrain
 
 
 def main(params: ParamsView, args: argparse.Namespace) -> None:
-    real = params.real
+    real = RecipeParams.of(params.real)
     device = resolve_device(params.train.device)
     data = load_images(artifact("images"), ("train", "test"), device)
     x, y = data.x["test"], data.y["test"]

@@ -10,7 +10,7 @@ from vitheory.core.cli import run_stage
 from vitheory.core.config import ParamsView
 from vitheory.core.device import DEVICE, resolve_device
 from vitheory.core.paths import artifact
-from vitheory.images.params import RealTrainParams
+from vitheory.images.params import RealTrainParams, RecipeParams
 from vitheory.images.training import load_images
 from vitheory.pk22.frequency import COLUMNS, CONTROL, MODELS, FrequencyParams, frequency_rows, train_control
 from vitheory.pk22.trainings import full_data_checkpoints
@@ -19,7 +19,7 @@ PARAMS = {"train.device": DEVICE, "pk_frequency": FrequencyParams, "real": RealT
 
 
 def main(params: ParamsView, args: argparse.Namespace) -> None:
-    cfg, real = params.pk_frequency, params.real
+    cfg, real = params.pk_frequency, RecipeParams.of(params.real)
     device = resolve_device(params.train.device)
     data = load_images(artifact("images"), ("train", "test"), device)
     x, y = data.x["test"], data.y["test"]
@@ -30,7 +30,7 @@ def main(params: ParamsView, args: argparse.Namespace) -> None:
             rows += frequency_rows(name, seed, model, x, y, cfg)
     with atomic_path(artifact("pk_frequency_models")) as folder:
         folder.mkdir()
-        controls = train_control(real.models.cnn, real, cfg, data, device, folder)
+        controls = train_control(params.real.models.cnn, real, cfg, data, device, folder)
     for seed, model in enumerate(controls):
         rows += frequency_rows(CONTROL, seed, model, x, y, cfg)
     write_table(artifact("pk_frequency_table"), COLUMNS, rows)

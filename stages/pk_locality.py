@@ -10,7 +10,7 @@ from vitheory.core.cli import run_stage
 from vitheory.core.config import ParamsView
 from vitheory.core.device import DEVICE, resolve_device
 from vitheory.core.paths import artifact
-from vitheory.images.params import RealTrainParams
+from vitheory.images.params import RealTrainParams, RecipeParams
 from vitheory.images.training import load_images
 from vitheory.pk22.locality import (COLUMNS, CONTROL, GLOBAL, LocalityParams, accuracy_row, model_name, off_grid,
                                     train_windows)
@@ -20,13 +20,13 @@ PARAMS = {"train.device": DEVICE, "pk_locality": LocalityParams, "real": RealTra
 
 
 def main(params: ParamsView, args: argparse.Namespace) -> None:
-    cfg, real = params.pk_locality, params.real
+    cfg, real = params.pk_locality, RecipeParams.of(params.real)
     device = resolve_device(params.train.device)
     data = load_images(artifact("images"), ("train", "test"), device)
     x, y = data.x["test"], data.y["test"]
     with atomic_path(artifact("pk_locality_models")) as folder:
         folder.mkdir()
-        trained = train_windows(real.models.vit, cfg.windows, real, data, device, folder)
+        trained = train_windows(params.real.models.vit, cfg.windows, real, data, device, folder)
     rows = [accuracy_row(GLOBAL, seed, 0, load_checkpoint(full_data_checkpoints(GLOBAL) / seed_folder(seed),
                                                           device.type), x, y) for seed in range(real.seeds)]
     rows += [accuracy_row(model_name(window), seed, window, model, x, y)

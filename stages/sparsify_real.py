@@ -10,7 +10,7 @@ from vitheory.core.config import ParamsView
 from vitheory.core.device import DEVICE, resolve_device
 from vitheory.core.errors import ParamsError
 from vitheory.core.paths import artifact, run_name
-from vitheory.images.params import RealTrainParams
+from vitheory.images.params import RealTrainParams, RecipeParams
 from vitheory.images.training import build_model, load_images
 from vitheory.li23.params import SparsifyRealParams
 from vitheory.li23.token_keeping import COLUMNS, natural_runs, spurious_runs
@@ -19,7 +19,7 @@ PARAMS = {"train.device": DEVICE, "sparsify_real": SparsifyRealParams, "real": R
 
 
 def main(params: ParamsView, args: argparse.Namespace) -> None:
-    cfg, real = params.sparsify_real, params.real
+    cfg, real = params.sparsify_real, RecipeParams.of(params.real)
     device = resolve_device(params.train.device)
     data = load_images(artifact("images"), ("train", "test"), device)
     models = [load_checkpoint(artifact("real_models") / run_name("vit", "natural") / seed_folder(seed), device.type)
@@ -29,7 +29,7 @@ def main(params: ParamsView, args: argparse.Namespace) -> None:
         raise ParamsError(f"sparsify_real.keep_tokens = {list(cfg.keep_tokens)} is not allowed: must be <= the "
                           f"ViT's {patches} patch tokens (every element)")
     rows = natural_runs(models, data.x, data.y, real, cfg)
-    rows += spurious_runs(lambda: build_model(real.models.vit, data.image_size, data.channels, data.n_classes),
+    rows += spurious_runs(lambda: build_model(params.real.models.vit, data.image_size, data.channels, data.n_classes),
                           data.x, data.y, real, seeds=real.seeds, epochs=cfg.spurious.epochs,
                           correlation=cfg.spurious.correlation, marker_value=float(data.x["train"].max()), marker_seed=cfg.spurious.seed,
                           n_classes=data.n_classes)

@@ -11,7 +11,7 @@ from conftest import ROOT
 
 from vitheory.core.figures import MODEL_COLOURS
 from vitheory.images.models import ARCHITECTURES
-from vitheory.images.params import REAL_MODELS
+from vitheory.images.params import REAL_MODELS, RECIPE_KEYS
 from vitheory.pk22.trainings import FULL_DATA_MODELS
 
 PIPELINE = yaml.safe_load((ROOT / "dvc.yaml").read_text())
@@ -53,3 +53,16 @@ def test_every_registered_model_has_its_colour_in_the_figures():
 
 def test_pk22_reads_registered_models():
     assert set(FULL_DATA_MODELS) <= set(REAL_MODELS)
+
+
+def test_a_stage_that_trains_by_the_recipe_lists_its_keys_and_only_the_models_it_reads():
+    """A stage lists the recipe (RECIPE_KEYS) and the real.models.<name> it reads, never the whole `real`
+    section: a model added to the registry must rerun no stage but the ones that train or read it. A
+    stage that reads a key it does not list stops on it (vitheory.core.config.ParamsView)."""
+    for name, stage in PIPELINE["stages"].items():
+        listed = [key for key in stage.get("params", []) if isinstance(key, str)]
+        assert "real" not in listed and "real.models" not in listed, (
+            f"dvc.yaml stage {name} lists all of `real`: list RECIPE_KEYS and the models it reads")
+        if any(key.startswith("real.models.") for key in listed) or "real.lr" in listed:
+            missing = [key for key in RECIPE_KEYS if key not in listed]
+            assert not missing, f"dvc.yaml stage {name} trains by the recipe but does not list {missing}"

@@ -46,7 +46,7 @@ from vitheory.core.ensemble import Ensemble
 from vitheory.core.errors import TrainingDiverged
 from vitheory.core.metrics import class_mistakes
 from vitheory.core.resume import RunState
-from vitheory.images.params import RealTrainParams
+from vitheory.images.params import RecipeParams
 from vitheory.images.recipe import (FitResult, FitTask, apply_augmentation, draw_augmentation, permute_pixels,
                                     warmup_cosine)
 
@@ -58,7 +58,7 @@ INDUCTOR_CACHE = Path(".vitheory/inductor")
 EpochLogs = Callable[[int], Sequence[dict[str, float]]]
 
 
-def compiles(model_class: type[nn.Module], cfg: RealTrainParams) -> bool:
+def compiles(model_class: type[nn.Module], cfg: RecipeParams) -> bool:
     """Whether `cfg.compile_by_kind` switches torch.compile on for the model kind `model_class.KIND` (a class
     without one trains eager)."""
     kind = getattr(model_class, "KIND", None)
@@ -211,7 +211,7 @@ class _Held:
         self.state = state
 
 
-def _draws(generators: Sequence[torch.Generator], n: int, cfg: RealTrainParams, device: torch.device
+def _draws(generators: Sequence[torch.Generator], n: int, cfg: RecipeParams, device: torch.device
            ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
     """One epoch of every seed's draws from its generator, in this order: the data order, then per batch
     the augmentation's shifts and flips: order (seeds, N), shifts (seeds, N, 2) and flips (seeds, N),
@@ -240,7 +240,7 @@ def _restore(batch: SeedBatch, optimizer: torch.optim.Optimizer, schedule: torch
     return states[0].epoch
 
 
-def fit_batch(batch: SeedBatch, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams, *, epochs: int,
+def fit_batch(batch: SeedBatch, x: torch.Tensor, y: torch.Tensor, cfg: RecipeParams, *, epochs: int,
               seeds: Sequence[int], permutation: torch.Tensor | None = None,
               token_keep: Callable[[torch.Tensor], torch.Tensor] | None = None, on_epoch: EpochLogs | None = None,
               states: Sequence[RunState | None] | None = None, progress: bool = True,

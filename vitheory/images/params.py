@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, fields, make_dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from vitheory.core.config import NON_NEGATIVE, OPEN_FRACTION, POSITIVE, Rule, Section, Violation, at_least, knob
 
@@ -122,7 +122,11 @@ class CompileParams(Section):
 
 
 @dataclass(frozen=True)
-class RealTrainParams(Section):
+class RecipeParams(Section):
+    """The recipe of every real-image training (params.yaml `real` without the model registry and the
+    permutation): a stage that trains with it lists these keys (RECIPE_KEYS) and the models it trains, so
+    that a model added to the registry reruns no stage but the ones that train or read it."""
+
     seeds: int = knob(at_least(1))
     epochs: int = knob(at_least(1))
     batch_size: int = knob(at_least(1))
@@ -132,9 +136,21 @@ class RealTrainParams(Section):
     weight_decay: float = knob(NON_NEGATIVE)
     shift: int = knob(NON_NEGATIVE)  # random translation, pixels
     hflip: bool = knob()
+    compile_by_kind: CompileParams = knob()  # torch.compile, one switch per model kind
+
+    @classmethod
+    def of(cls, real: Any) -> RecipeParams:
+        """The recipe of a stage's view of `real` (which lists RECIPE_KEYS) or of a whole section."""
+        return cls(**{f.name: getattr(real, f.name) for f in fields(cls)})
+
+
+RECIPE_KEYS = tuple(f"real.{f.name}" for f in fields(RecipeParams))
+
+
+@dataclass(frozen=True)
+class RealTrainParams(RecipeParams):
     permutation_seed: int = knob(NON_NEGATIVE)
     permutation_block: int = knob(at_least(1))  # side of the squares the permutation moves (1: pixels)
-    compile_by_kind: CompileParams = knob()  # torch.compile, one switch per model kind
     models: RealModels = knob()
 
 

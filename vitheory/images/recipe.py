@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vitheory.images.params import RealTrainParams
+from vitheory.images.params import RecipeParams
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class FitTask:
     the held-out splits evaluated after every epoch and logged as `<log_prefix><split>/<metric>`."""
 
     build: Callable[[], nn.Module]
-    cfg: RealTrainParams
+    cfg: RecipeParams
     x: torch.Tensor
     y: torch.Tensor
     epochs: int

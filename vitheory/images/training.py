@@ -30,7 +30,7 @@ from vitheory.core.resume import Resume, RunState
 from vitheory.images.batched import OneModel, compiles, evaluate_batch, fit_batch, train_batched
 from vitheory.images.datasets import Images, load_prepared
 from vitheory.images.models import ARCHITECTURES
-from vitheory.images.params import RealTrainParams
+from vitheory.images.params import RecipeParams
 from vitheory.images.recipe import FitResult, FitTask
 
 EpochLog = Callable[[int], dict[str, float]]
@@ -115,7 +115,7 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int
     return evaluate_batch(OneModel(model), x, y, batch_size, **forward)[0]
 
 
-def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams, *, epochs: int, seed: int,
+def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: RecipeParams, *, epochs: int, seed: int,
         permutation: torch.Tensor | None = None, token_keep: Callable[[torch.Tensor], torch.Tensor] | None = None,
         on_epoch: EpochLog | None = None, state: RunState | None = None, progress: bool = True,
         desc: str = "train") -> None:
@@ -159,7 +159,7 @@ def run_tasks(tasks: Sequence[FitTask], device: torch.device, progress: bool = T
         return list(overall(pool.map(run_task, tasks, [device.type] * len(tasks), [progress] * len(tasks))))
 
 
-def train_seeds(build: Callable[[], nn.Module], cfg: RealTrainParams, data: LoadedImages, *,
+def train_seeds(build: Callable[[], nn.Module], cfg: RecipeParams, data: LoadedImages, *,
                 permutation: torch.Tensor | None, resume: Resume, live: Any, device: torch.device, desc: str
                 ) -> list[tuple[nn.Module, dict[str, float]]]:
     """One model per seed (`cfg.seeds`), each from its own seed, trained by the image trainer on the training images

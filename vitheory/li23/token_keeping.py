@@ -13,7 +13,7 @@ import torch
 
 from vitheory.core.device import seeded
 from vitheory.images.models import SmallViT
-from vitheory.images.params import RealTrainParams
+from vitheory.images.params import RecipeParams
 from vitheory.images.training import evaluate, fit
 from vitheory.li23.params import SparsifyRealParams
 
@@ -57,7 +57,7 @@ def sparsified_accuracy(model: SmallViT, scorer: SmallViT, x: torch.Tensor, y: t
     return evaluate(model, x, y, keep=keep)["accuracy"]
 
 
-def finetune_sparsified(model: SmallViT, x: torch.Tensor, y: torch.Tensor, cfg: RealTrainParams, *, k: int,
+def finetune_sparsified(model: SmallViT, x: torch.Tensor, y: torch.Tensor, cfg: RecipeParams, *, k: int,
                         strategy: str, epochs: int, seed: int) -> SmallViT:
     """A copy of `model` trained further on k tokens per image, picked by `strategy` from the original
     model's attention on each (augmented) batch."""
@@ -119,7 +119,7 @@ def spurious_data(x: dict[str, torch.Tensor], y: dict[str, torch.Tensor], *, pat
 
 
 def spurious_runs(build: Callable[[], SmallViT], x: dict[str, torch.Tensor], y: dict[str, torch.Tensor],
-                  cfg: RealTrainParams, *, seeds: int, epochs: int, correlation: float, marker_value: float,
+                  cfg: RecipeParams, *, seeds: int, epochs: int, correlation: float, marker_value: float,
                   marker_seed: int, n_classes: int) -> list[tuple[str, str, int, int, int, float]]:
     """Train on images whose marker patch follows the class with probability `correlation` (a spurious
     feature), then test on images that carry a random class's marker (decorrelated): with all tokens,
@@ -149,7 +149,7 @@ def spurious_runs(build: Callable[[], SmallViT], x: dict[str, torch.Tensor], y: 
 
 
 def natural_runs(models: Sequence[SmallViT], x: dict[str, torch.Tensor], y: dict[str, torch.Tensor],
-                 real: RealTrainParams, cfg: SparsifyRealParams) -> list[tuple[str, str, int, int, int, float]]:
+                 real: RecipeParams, cfg: SparsifyRealParams) -> list[tuple[str, str, int, int, int, float]]:
     """Every trained ViT (seed s) with all its tokens, then keeping k of them by each strategy, at inference
     and after a short fine-tune, for every k of `cfg.keep_tokens` (LI-5 asks at which k, if any, keeping
     the most attended tokens keeps the accuracy).

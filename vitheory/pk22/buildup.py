@@ -22,7 +22,7 @@ from torch import nn
 
 from vitheory.core.checkpoint import save_checkpoint, seed_folder
 from vitheory.core.config import Section, Violation, at_least, knob
-from vitheory.images.params import RealTrainParams
+from vitheory.images.params import RecipeParams
 from vitheory.images.recipe import FitTask
 from vitheory.images.training import LoadedImages, run_tasks
 from vitheory.pk22.lesion import lesions
@@ -88,7 +88,7 @@ def build_placement(preset: AlterNetPreset, placement: tuple[int, ...], image_si
     return AlterNet(image_size=image_size, channels=channels, n_classes=n_classes, **fields)
 
 
-def train_placements(preset: AlterNetPreset, cfg: BuildUpParams, real: RealTrainParams, data: LoadedImages,
+def train_placements(preset: AlterNetPreset, cfg: BuildUpParams, real: RecipeParams, data: LoadedImages,
                      device: torch.device, folder: Path) -> dict[str, list[nn.Module]]:
     """Per placement of `PLACEMENTS`, one AlterNet per seed of `real.seeds`, trained by train_real's recipe on
     all the training images, each saved under `folder`/<placement>/seed_<s>/."""

@@ -20,7 +20,7 @@ from torch import nn
 from vitheory.core.checkpoint import save_checkpoint, seed_folder
 from vitheory.core.config import NON_NEGATIVE, Rule, Section, Violation, at_least, knob
 from vitheory.core.metrics import class_mistakes
-from vitheory.images.params import RealTrainParams
+from vitheory.images.params import RecipeParams
 from vitheory.images.recipe import FitTask
 from vitheory.images.training import LoadedImages, build_model, run_tasks
 from vitheory.pk22.noise import band_mask
@@ -96,7 +96,7 @@ def frequency_rows(name: str, seed: int, model: nn.Module, x: torch.Tensor, y: t
     return rows
 
 
-def train_control(cnn: Section, real: RealTrainParams, cfg: FrequencyParams, data: LoadedImages,
+def train_control(cnn: Section, real: RecipeParams, cfg: FrequencyParams, data: LoadedImages,
                   device: torch.device, folder: Path) -> list[nn.Module]:
     """The positive control, one per seed of `real.seeds`: train_real's CNN trained by its recipe for
     `cfg.control_epochs` epochs on the training images low-passed at `cfg.control_cutoff`; each saved under

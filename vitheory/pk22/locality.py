@@ -21,7 +21,7 @@ from torch import nn
 from vitheory.core.checkpoint import save_checkpoint, seed_folder
 from vitheory.core.config import NON_NEGATIVE, Rule, Section, at_least, knob
 from vitheory.images.models import SmallViT
-from vitheory.images.params import RealTrainParams, ViTPreset
+from vitheory.images.params import RecipeParams, ViTPreset
 from vitheory.images.recipe import FitTask
 from vitheory.images.training import LoadedImages, evaluate, run_tasks
 
@@ -57,7 +57,7 @@ def off_grid(model: SmallViT, seed: int) -> SmallViT:
     return moved
 
 
-def train_windows(preset: ViTPreset, windows: tuple[int, ...], real: RealTrainParams, data: LoadedImages,
+def train_windows(preset: ViTPreset, windows: tuple[int, ...], real: RecipeParams, data: LoadedImages,
                   device: torch.device, folder: Path) -> dict[int, list[nn.Module]]:
     """Per window, one ViT per seed of `real.seeds`, trained by train_real's recipe on all the training
     images, each saved under `folder`/vit_window<k>/seed_<s>/."""

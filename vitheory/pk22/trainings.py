@@ -11,6 +11,7 @@ import math
 from dataclasses import asdict, replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -20,7 +21,7 @@ from vitheory.core.checkpoint import load_checkpoint, save_checkpoint, seed_fold
 from vitheory.core.paths import artifact, run_name
 from vitheory.core.resume import Resume
 from vitheory.images.datasets import balanced_subset
-from vitheory.images.params import RealTrainParams
+from vitheory.images.params import RecipeParams
 from vitheory.images.recipe import FitTask
 from vitheory.images.training import LoadedImages, build_model, evaluate, run_tasks
 from vitheory.pk22.models import AlterNet
@@ -53,10 +54,11 @@ def build_alternet(preset: AlterNetPreset, image_size: int, channels: int, n_cla
     return AlterNet(image_size=image_size, channels=channels, n_classes=n_classes, **asdict(preset))
 
 
-def run_trainings(cfg: PKTrainParams, real: RealTrainParams, images_seed: int, data: LoadedImages,
+def run_trainings(cfg: PKTrainParams, real: RecipeParams, presets: Any, images_seed: int, data: LoadedImages,
                   device: torch.device, models: Path, resume: Resume) -> list[tuple]:
     """Every training of pk_train, each seed saved as a checkpoint under `models` and resumable from
-    `resume`; with train_real's full-data ViT and CNN measured first. Rows of `COLUMNS`."""
+    `resume`; with train_real's full-data ViT and CNN (`presets`: their sections of real.models) measured
+    first. Rows of `COLUMNS`."""
     x, y = data.x, data.y
     runs = []
 
@@ -70,10 +72,10 @@ def run_trainings(cfg: PKTrainParams, real: RealTrainParams, images_seed: int, d
         for seed in range(real.seeds):
             record(name, 1.0, seed, load_checkpoint(full_data_checkpoints(name) / seed_folder(seed), device.type),
                    everything)
-    presets = {name: getattr(real.models, name) for name in FULL_DATA_MODELS} | {
-        "vit_gap": replace(real.models.vit, pool="gap")}
+    trained = {name: getattr(presets, name) for name in FULL_DATA_MODELS} | {
+        "vit_gap": replace(presets.vit, pool="gap")}
     shape = (data.image_size, data.channels, data.n_classes)
-    builders = {name: partial(build_model, preset, *shape) for name, preset in presets.items()}
+    builders = {name: partial(build_model, preset, *shape) for name, preset in trained.items()}
     builders["alternet"] = partial(build_alternet, cfg.alternet, *shape)
 
     def steps(n: int) -> int:
