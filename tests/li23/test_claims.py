@@ -3,6 +3,8 @@ Student-t interval over seeds."""
 
 import json
 import math
+from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 
@@ -233,6 +235,26 @@ def test_li1_describes_censored_n_mins_and_is_measured_when_a_seed_never_reaches
     assert {key: measured[key] for key in described} == described
     nmins = [None if n == 1000 else n for n in cnn_n_min.values()]
     assert measured["cnn_exponent"] == pytest.approx(phase.fit_exponent([10, 5, 2.5], nmins, 64))
+
+
+def test_the_phase_claims_read_the_alpha_run_and_name_those_outside_the_premise(default_params):
+    """2 confusion tokens of 20: alpha* 0.1 (2 relevant tokens) is outside Theorem 1's premise on both grids, not
+    run, so its rows are missing from the planted table: LI-1 and LI-2 read the smallest alpha* run, 0.15, and
+    their fits over the alpha* run; the regime names 0.1 on each grid."""
+    samples = _phase_units({0.15: 64, 0.2: 16, 0.4: 4}, {0.15: 1000, 0.2: 64, 0.4: 16}, {0.15: 400, 0.2: 200, 0.4: 100})
+    li1, li2 = LI1.statistics(samples), LI2.statistics(samples)
+    assert li1["vit_n_min_at_smallest_alpha"] == 64 and li1["cnn_n_min_at_smallest_alpha"] == -1
+    assert li1["vit_grid_brackets_transition"] == li1["vit_n_min_falls_as_alpha_grows"] == 1.0
+    assert li1["vit_exponent"] == pytest.approx(phase.fit_exponent([1 / 0.15, 5, 2.5], [64, 16, 4], 64))
+    assert li2["vit_steps_exponent"] == pytest.approx(phase.fit_exponent([1 / 0.15, 5, 2.5], [400, 200, 100], 1000))
+    data = replace(default_params.phase.data, confusion_tokens=2)
+    params = SimpleNamespace(phase=replace(default_params.phase, data=data))
+    said = LI1.regime(params)
+    assert "2 confusion tokens of 20 at every alpha* (alpha# = 0.1)" in said
+    assert said.count("alpha* [0.1, 0.15, 0.2, 0.3, 0.4] (0.1 outside Theorem 1's premise alpha# < alpha*: not run, "
+                      "not read)") == 1
+    assert said.count("(0.1 outside Theorem 1's premise") == 2  # the wide grid's too
+    assert "outside" not in LI1.regime(default_params)
 
 
 def test_li2_counts_a_seed_at_zero_test_error_from_step_0_as_reaching_it_and_one_never_there_at_the_budget():

@@ -98,6 +98,17 @@ def test_a_cell_in_two_grids_trains_once_and_is_a_row_of_each(tiny_phase, monkey
     assert len(both) == 2 and all(r == shared[(r["alpha_star"], r["n_train"], r["seed"])] for r in both)
 
 
+def test_a_cell_outside_the_premise_is_not_run_and_is_named(tiny_phase, capsys):
+    """4 confusion tokens of 20: alpha* 0.2 (4 relevant tokens) lies outside Theorem 1's premise alpha# < alpha*,
+    0.4 (8) inside it."""
+    cfg = replace(tiny_phase, data=replace(tiny_phase.data, confusion_tokens=4))
+    rows = run_grid(cfg, "default", "vit", torch.device("cpu"), progress=False)
+    assert [(r["alpha_star"], r["seed"], r["n_train"]) for r in rows] == [(0.4, s, n) for s in (0, 1) for n in (2, 8)]
+    assert capsys.readouterr().err.splitlines() == [
+        "phase grid default: alpha* 0.2 not run: outside Theorem 1's premise alpha# < alpha*, with 4 confusion "
+        "tokens of 20 and no more relevant ones"]
+
+
 def test_chunking_does_not_change_results(tiny_phase):
     """Worker processes and chunk sizes are a matter of speed: each cell ends the same either way."""
     cells = [(a, n, s) for a in (0.2, 0.4) for s in (0, 1) for n in (2, 8)]

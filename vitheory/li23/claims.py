@@ -19,13 +19,26 @@ from vitheory.li23 import figures, initial_error, noise_sweep, sparsify, token_k
 from vitheory.li23.phase import CENSORED_AT, n_min, n_mins_over, read_runs, scaling, success_rates
 
 
+def _confusion(data: Any) -> str:
+    """The phase data's confusion tokens, in words."""
+    return (f"{data.confusion_tokens} confusion tokens of {data.n_tokens} at every alpha* "
+            f"(alpha# = {data.confusion_tokens / data.n_tokens:g})")
+
+
+def _outside(grid: Any, data: Any) -> str:
+    """A phase grid's alpha* outside Theorem 1's premise, in words ("" when none)."""
+    outside = data.outside_premise(grid.alpha_star)
+    return (f" ({', '.join(f'{a:g}' for a in outside)} outside Theorem 1's premise alpha# < alpha*: not run, "
+            "not read)") if outside else ""
+
+
 def _phase_setting(params: Any) -> str:
     phase = params.phase
-    grids = "; ".join(f"{name}: alpha* {list(grid.alpha_star)}, N {min(grid.n_train)} to {max(grid.n_train)}, "
-                      f"{grid.seeds} seeds" for name, grid in (("default", phase.grids.default),
-                                                                ("wide", phase.grids.wide)))
+    grids = "; ".join(f"{name}: alpha* {list(grid.alpha_star)}{_outside(grid, phase.data)}, N {min(grid.n_train)} "
+                      f"to {max(grid.n_train)}, {grid.seeds} seeds" for name, grid in (("default", phase.grids.default),
+                                                                                  ("wide", phase.grids.wide)))
     return (f"Sample size limits: noise radius {phase.data.noise_radius} against unit patterns, "
-            f"{phase.data.n_tokens} tokens, alpha# = {phase.data.confusion_ratio} x alpha*; grids {grids}; at most "
+            f"{phase.data.n_tokens} tokens, {_confusion(phase.data)}; grids {grids}; at most "
             f"{phase.steps} SGD steps (a run stops at zero training loss), checked every {phase.eval_every}; "
             f"fixed learning rates {phase.vit.lr_mixing} on the ViT's W_Q, W_K and {phase.cnn.lr_mixing} on the "
             f"CNN's filters.")
@@ -96,8 +109,8 @@ def _li2_statistics(samples: Samples) -> Measured:
 
 def _noise_setting(params: Any) -> str:
     sweep, phase = params.noise_sweep, params.phase
-    return (f"The phase recipe at alpha* = {sweep.alpha_star} (alpha# = {phase.data.confusion_ratio} x alpha*, "
-            f"{phase.data.n_tokens} tokens, {phase.data.noise_dist} noise) over noise radii tau in "
+    return (f"The phase recipe at alpha* = {sweep.alpha_star} ({_confusion(phase.data)}, "
+            f"{phase.data.noise_dist} noise) over noise radii tau in "
             f"{list(sweep.noise_radius)} against unit patterns; N from {min(sweep.n_train)} to {max(sweep.n_train)}, "
             f"{sweep.seeds} seeds, at most {phase.steps} SGD steps, the ViT alone.")
 
@@ -152,8 +165,8 @@ def _li6_statistics(samples: Samples) -> Measured:
 def _init_error_setting(params: Any) -> str:
     sweep, phase = params.init_error, params.phase
     return (f"The phase recipe at alpha* = {sweep.alpha_star} and tau = {phase.data.noise_radius} "
-            f"({phase.data.n_tokens} tokens, {phase.data.noise_dist} noise, alpha# = {phase.data.confusion_ratio} x "
-            f"alpha*), the ViT started with W_V^(0) = I + sigma R (R random orthogonal) at sigma in "
+            f"({_confusion(phase.data)}, {phase.data.noise_dist} noise), the ViT started with W_V^(0) = I + sigma R "
+            f"(R random orthogonal) at sigma in "
             f"{list(sweep.value_error)}; positive control: every weight moved from a trained ViT's (trained on "
             f"{sweep.reference_n_train} examples of the pool no cell trains on) towards the default start, at shares "
             f"{list(sweep.towards_trained)}; N from {min(sweep.n_train)} to {max(sweep.n_train)}, {sweep.seeds} seeds, "

@@ -35,7 +35,7 @@ from vitheory.core.config import FRACTION, NON_NEGATIVE, Rule, Section, Violatio
 from vitheory.core.device import orthonormal_rows, seeded
 from vitheory.core.ensemble import Ensemble, Stacked, loss_and_error, train_ensemble
 from vitheory.li23.models import builder
-from vitheory.li23.params import GridParams, cell_tokens
+from vitheory.li23.params import GridParams, cell_tokens, sweep_alpha
 from vitheory.li23.phase import COLUMNS as PHASE_COLUMNS, Start, n_mins_over, run_grid, sgd_recipe
 from vitheory.li23.tokens import generate
 
@@ -70,15 +70,14 @@ class InitErrorParams(Section):
 
 def relations(params: Any) -> Iterator[Violation]:
     """The sweep against the phase data it draws from: every cell's and the trained model's examples in the
-    pool, none shared, and valid data at its alpha*."""
+    pool, none shared, and valid data at its alpha*, inside Theorem 1's premise."""
     sweep, data = params.init_error, params.phase.data
     needed = max(sweep.n_train) + sweep.reference_n_train
     if needed > data.pool_size:
         yield ("init_error.reference_n_train", sweep.reference_n_train,
                f"<= phase.data.pool_size ({data.pool_size}) - the largest init_error.n_train ({max(sweep.n_train)}): "
                "the trained model's examples follow every cell's in the pool")
-    for key, value, allowed in cell_tokens(data, sweep.alpha_star, data.seed).relations():
-        yield "init_error.alpha_star", sweep.alpha_star, f"such that the sweep's data is valid: {key} {allowed}"
+    yield from sweep_alpha(data, "init_error.alpha_star", sweep.alpha_star)
 
 
 def displace_value(seed: int, model: nn.Module, *, sigma: float, perturbation_seed: int) -> None:

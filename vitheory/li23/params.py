@@ -65,6 +65,13 @@ class LiTokensParams(Section):
     def n_confusion(self) -> int:
         return round(self.alpha_confusion * self.n_tokens)
 
+    def data_key(self) -> tuple[LiTokensParams, str]:
+        """What the drawn data are (vitheory.grid.same_data): the tokens are drawn by count
+        (vitheory.li23.tokens), so the section with each fraction at its whole count's, and the counts."""
+        whole = replace(self, alpha_star=self.n_relevant / self.n_tokens,
+                        alpha_confusion=self.n_confusion / self.n_tokens)
+        return whole, f"{self.n_relevant} relevant and {self.n_confusion} confusion tokens of {self.n_tokens}"
+
     def relations(self) -> Iterator[Violation]:
         yield from _patterns_fit(self.n_patterns, self.dim)
         if self.alpha_confusion >= self.alpha_star:
@@ -112,7 +119,9 @@ class PhaseDataParams(Section):
     dim: int = knob(at_least(2))
     n_patterns: int = knob(at_least(3))
     n_tokens: int = knob(at_least(1))
-    confusion_ratio: float = knob(Rule(lambda v: 0 <= v < 1, "in [0, 1)"))
+    # c, the same at every alpha*: alpha# = c / n_tokens, a whole count by construction (a ratio of alpha*
+    # is not: at 20 tokens no nonzero ratio gives whole counts at alpha* 0.1, 0.15, 0.2, 0.3 and 0.4)
+    confusion_tokens: int = knob(NON_NEGATIVE)
     noise_radius: float = knob(NON_NEGATIVE)
     noise_dist: Literal["uniform_ball", "uniform_radius", "sphere"] = knob()
     pool_size: int = knob(at_least(2))
@@ -121,14 +130,39 @@ class PhaseDataParams(Section):
     def relations(self) -> Iterator[Violation]:
         yield from _patterns_fit(self.n_patterns, self.dim)
 
+    def relevant(self, alpha_star: float) -> int:
+        """The label-relevant tokens of an example at alpha*."""
+        return cell_tokens(self, alpha_star, self.seed).n_relevant
+
+    def inside_premise(self, alpha_star: float) -> bool:
+        """Theorem 1's premise alpha# < alpha*, on the tokens drawn: more relevant tokens than confusion ones.
+        [LI23]'s bounds say nothing of a cell outside it: it is not run."""
+        return self.relevant(alpha_star) > self.confusion_tokens
+
+    def outside_premise(self, alphas: Iterable[float]) -> list[float]:
+        return [alpha for alpha in alphas if not self.inside_premise(alpha)]
+
 
 def cell_tokens(data: PhaseDataParams, alpha_star: float, seed: int) -> LiTokensParams:
-    """The token data of one phase-grid cell: a pool of `pool_size` training examples, alpha# =
-    confusion_ratio x alpha*. Shared by the grid and by the validation of every cell."""
+    """The token data of one phase-grid cell: a pool of `pool_size` training examples, confusion_tokens
+    confusion tokens (alpha# = confusion_tokens / n_tokens). Shared by the grid and by the validation of
+    every cell."""
     return LiTokensParams(
         seed=seed, n_train=data.pool_size, n_test=data.n_test, dim=data.dim, n_patterns=data.n_patterns,
-        n_tokens=data.n_tokens, alpha_star=alpha_star, alpha_confusion=data.confusion_ratio * alpha_star,
+        n_tokens=data.n_tokens, alpha_star=alpha_star, alpha_confusion=data.confusion_tokens / data.n_tokens,
         noise_radius=data.noise_radius, noise_dist=data.noise_dist, noisy_share=0.0, noisy_radius=0.0)
+
+
+def sweep_alpha(data: PhaseDataParams, key: str, alpha_star: float) -> Iterator[Violation]:
+    """A sweep's one alpha* (LI-6's, LI-7's) against the phase data it draws: inside Theorem 1's premise,
+    as a sweep has no other alpha* to read, and every cell's data valid."""
+    if not data.inside_premise(alpha_star):
+        yield key, alpha_star, (
+            f"an alpha* of more relevant tokens than phase.data.confusion_tokens ({data.confusion_tokens}), Theorem "
+            f"1's premise alpha# < alpha*: round(alpha* x {data.n_tokens}) = {data.relevant(alpha_star)}")
+        return
+    for name, value, allowed in cell_tokens(data, alpha_star, data.seed).relations():
+        yield key, alpha_star, f"such that the sweep's data is valid: {name} {allowed}"
 
 
 @dataclass(frozen=True)
@@ -162,6 +196,12 @@ class CNNRecipe(Section):
 @dataclass(frozen=True)
 class FitParams(Section):
     success_rate: float = knob(OPEN_FRACTION)
+
+
+# ours: the fewest alpha* a phase grid's readings may rest on once cells outside Theorem 1's premise are left
+# out: a line through two points fits any two, so their slope tests nothing of a power law; a third can leave
+# the line (a grid of fewer alpha* must keep them all)
+FIT_ALPHAS = 3
 
 
 @dataclass(frozen=True)
@@ -199,13 +239,28 @@ class PhaseParams(Section):
                 yield (f"grids.{name}.n_train", list(grid.n_train),
                        f"<= data.pool_size ({self.data.pool_size}) (every element)")
             for alpha in grid.alpha_star:
-                for key, value, allowed in cell_tokens(self.data, alpha, self.data.seed).relations():
+                # a cell outside the premise is not run, but its alpha* still gives valid data (a relevant token)
+                run = self.data if self.data.inside_premise(alpha) else replace(self.data, confusion_tokens=0)
+                for key, value, allowed in cell_tokens(run, alpha, self.data.seed).relations():
                     yield (f"grids.{name}.alpha_star", list(grid.alpha_star),
                            f"such that every cell's data is valid: {key} {allowed}")
+            yield from self._premise_leaves_a_fit(name, grid)
             yield from _distinct_counts(
                 f"grids.{name}.alpha_star", list(grid.alpha_star), grid.alpha_star,
                 lambda alpha: cell_tokens(self.data, alpha, self.data.seed).n_relevant,
                 f"relevant tokens of {self.data.n_tokens} (round(alpha* x n_tokens))")
+
+    def _premise_leaves_a_fit(self, name: str, grid: GridParams) -> Iterator[Violation]:
+        """The cells outside Theorem 1's premise are not run; the grid's readings (N_min and steps per alpha*,
+        their exponents) need FIT_ALPHAS alpha* inside it, or all of a smaller grid's."""
+        needed = min(FIT_ALPHAS, len(grid.alpha_star))
+        counts = sorted((self.data.relevant(alpha) for alpha in grid.alpha_star), reverse=True)
+        if len(self.data.outside_premise(grid.alpha_star)) > len(grid.alpha_star) - needed:
+            yield "data.confusion_tokens", self.data.confusion_tokens, (
+                f"in [0, {counts[needed - 1] - 1}]: grids.{name}.alpha_star {list(grid.alpha_star)} gives "
+                f"{sorted(counts)} relevant tokens of {self.data.n_tokens}, a cell runs only with more relevant "
+                f"than confusion tokens (Theorem 1's premise alpha# < alpha*), and the grid's fit over alpha* "
+                f"needs {needed} alpha* run")
 
 
 @dataclass(frozen=True)
@@ -264,9 +319,6 @@ class SparsifyRealParams(Section):
     spurious: SpuriousParams = knob()
 
 
-# the atlas knob (vitheory.grid) whose values [LI23]'s token data turns into counts
-ATLAS_ALPHA_STAR = "generate.li_tokens.alpha_star"
-
 # the params.yaml keys [LI23] owns (vitheory.papers), each to its section
 SECTIONS = {"generate.li_tokens": LiTokensParams, "train.li_vit": LiVitTrainParams, "phase": PhaseParams,
             "noise_sweep": NoiseSweepParams, "sparsify": SparsifyParams, "sparsify_real": SparsifyRealParams}
@@ -280,13 +332,4 @@ def relations(params: Any) -> Iterator[Violation]:
     sweep, data = params.noise_sweep, params.phase.data
     if max(sweep.n_train) > data.pool_size:
         yield "noise_sweep.n_train", list(sweep.n_train), f"<= phase.data.pool_size ({data.pool_size}) (every element)"
-    for key, value, allowed in cell_tokens(data, sweep.alpha_star, data.seed).relations():
-        yield "noise_sweep.alpha_star", sweep.alpha_star, f"such that the sweep's data is valid: {key} {allowed}"
-    tokens, values = params.generate.li_tokens, params.atlas.knobs.get(ATLAS_ALPHA_STAR, ())
-    # each value an experiment of its own beside the default point; a value that is no number is
-    # refused when its point is checked as a params file (vitheory.params.grid_points)
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        yield from _distinct_counts(
-            f"atlas.knobs.{ATLAS_ALPHA_STAR}", list(values), dict.fromkeys((tokens.alpha_star, *values)),
-            lambda alpha: replace(tokens, alpha_star=alpha).n_relevant,
-            f"relevant tokens of {tokens.n_tokens} (round(alpha* x n_tokens); the default {tokens.alpha_star:g} is a point too)")
+    yield from sweep_alpha(data, "noise_sweep.alpha_star", sweep.alpha_star)

@@ -4,12 +4,16 @@ Every cell (model, alpha*, N, seed) is one small training run; all of them run a
 ensembles (vitheory.ensemble), in chunks spread over worker processes on a CPU and as one stack on
 a GPU. A run of size N trains on the first N examples of its (alpha*, seed) pool, so runs of one
 seed see nested training sets, and shares its initialisation and mini-batch generator with the other
-runs of its seed (common random numbers make the curves over N and alpha* less noisy).
+runs of its seed (common random numbers make the curves over N and alpha* less noisy). Every example
+holds phase.data.confusion_tokens confusion tokens at every alpha*; a cell with no more relevant tokens
+than that lies outside Theorem 1's premise alpha# < alpha* and is not run: N_min, steps and their
+exponents are read over the grid's other alpha* (the loader keeps at least three of them).
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,10 +100,19 @@ def run_chunk(cfg: PhaseParams, model: str, chunk: Sequence[Cell], device: str, 
 
 def run_grids(cfg: PhaseParams, grids: Sequence[str], model: str, device: torch.device,
               progress: bool = True, start: Start | None = None) -> dict[str, list[dict]]:
-    """Every cell of each grid for one model, as rows of `COLUMNS` in that grid's order. A cell that
+    """Every cell of each grid for one model, as rows of `COLUMNS` in that grid's order, but those outside
+    Theorem 1's premise (no more relevant than confusion tokens), named on stderr and not run. A cell that
     several grids hold (same alpha*, N and seed: the same data, initialisation and batches) trains
     once and is a row of each. `start`: as `run_chunk`'s."""
-    grid_cells = {grid: cells(getattr(cfg.grids, grid)) for grid in grids}
+    grid_cells = {}
+    for grid in grids:
+        spec = getattr(cfg.grids, grid)
+        outside = cfg.data.outside_premise(spec.alpha_star)
+        if outside:  # Theorem 1's bounds say nothing there; the grid's readings are over the rest
+            print(f"phase grid {grid}: alpha* {', '.join(f'{a:g}' for a in outside)} not run: outside Theorem 1's "
+                  f"premise alpha# < alpha*, with {cfg.data.confusion_tokens} confusion tokens of {cfg.data.n_tokens} "
+                  f"and no more relevant ones", file=sys.stderr)
+        grid_cells[grid] = [c for c in cells(spec) if c.alpha_star not in outside]
     todo = list(dict.fromkeys(c for listed in grid_cells.values() for c in listed))
     size, workers = chunk_plan(len(todo), device)
     # chunks never mix alpha* values: a chunk of one alpha* trains as one full stack on one data pool
