@@ -3,6 +3,8 @@ from operator import itemgetter
 
 import pytest
 import torch
+import yaml
+from conftest import ROOT
 
 from vitheory.li23 import phase
 from vitheory.li23.phase import (
@@ -107,6 +109,16 @@ def test_a_cell_outside_the_premise_is_not_run_and_is_named(tiny_phase, capsys):
     assert capsys.readouterr().err.splitlines() == [
         "phase grid default: alpha* 0.2 not run: outside Theorem 1's premise alpha# < alpha*, with 4 confusion "
         "tokens of 20 and no more relevant ones"]
+
+
+def test_the_fit_records_each_grids_alpha_outside_the_premise(tiny_phase, tmp_path, monkeypatch):
+    """phase.json names what the grids left out, from the params phase_fit lists (and verify reads alike)."""
+    cfg = replace(tiny_phase, data=replace(tiny_phase.data, confusion_tokens=4))
+    monkeypatch.setattr(phase, "read_runs", lambda grid, model, root: [])
+    monkeypatch.setattr(phase, "summarize", lambda rows, threshold, budget: {})
+    assert phase.fit_all(cfg, tmp_path)["outside_premise"] == {"default": [0.2], "wide": [0.1, 0.15, 0.2]}
+    stage = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["phase_fit"]
+    assert [key.split("  #")[0] for key in stage["params"]] == phase.PHASE_FIT_KEYS
 
 
 def test_chunking_does_not_change_results(tiny_phase):

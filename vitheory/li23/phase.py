@@ -29,7 +29,7 @@ from vitheory.core.ensemble import Ensemble, EnsembleRecipe, Stacked, chunk_plan
 from vitheory.core.paths import artifact, runs
 from vitheory.core.processes import worker_pool
 from vitheory.li23.models import builder
-from vitheory.li23.params import CNNRecipe, FitParams, GridParams, PhaseParams, ViTRecipe, cell_tokens
+from vitheory.li23.params import CNNRecipe, GridParams, PhaseParams, ViTRecipe, cell_tokens
 from vitheory.li23.tokens import generate
 
 # sets a freshly built model's initial weights in place, from its seed
@@ -236,9 +236,15 @@ def summarize(rows: Sequence[dict], threshold: float, budget: int) -> dict:
             "n_min_exponent": n_exp, "steps_exponent": step_exp}
 
 
-def fit_all(cfg: FitParams, budget: int, root: Path = Path(".")) -> dict:
+PHASE_FIT_KEYS = ["phase.fit", "phase.steps", "phase.data", "phase.grids"]  # what fit_all reads: phase_fit's params
+
+
+def fit_all(cfg: PhaseParams, root: Path = Path(".")) -> dict:
     """phase_fit's metrics: `summarize` of every model's runs on every grid, with the settings the claims
-    read (the success-rate threshold of N_min, the step budget at which a step count is censored)."""
-    return {"success_rate_threshold": cfg.success_rate, "step_budget": budget,
-            "grids": {grid: {model: summarize(read_runs(grid, model, root), cfg.success_rate, budget)
+    read (the success-rate threshold of N_min, the step budget at which a step count is censored) and each
+    grid's alpha* outside Theorem 1's premise (not run, so in no reading)."""
+    return {"success_rate_threshold": cfg.fit.success_rate, "step_budget": cfg.steps,
+            "outside_premise": {grid: cfg.data.outside_premise(getattr(cfg.grids, grid).alpha_star)
+                                for grid in runs("phase_grids")},
+            "grids": {grid: {model: summarize(read_runs(grid, model, root), cfg.fit.success_rate, cfg.steps)
                              for model in runs("phase_models")} for grid in runs("phase_grids")}}

@@ -14,7 +14,7 @@ from vitheory.core.paths import artifact
 from vitheory.core.rederive import Problem, agrees
 from vitheory.li23 import initial_error
 from vitheory.li23.params import PhaseParams
-from vitheory.li23.phase import fit_all
+from vitheory.li23.phase import PHASE_FIT_KEYS, fit_all
 
 
 def li_vit(root: Path) -> list[Problem]:
@@ -32,9 +32,9 @@ def li_vit(root: Path) -> list[Problem]:
 
 def phase(root: Path) -> list[Problem]:
     path = artifact("phase_metrics")
-    phase_params = view(read_params_file(root / "params.yaml"), {"phase": PhaseParams}, ["phase.fit", "phase.steps"],
+    phase_params = view(read_params_file(root / "params.yaml"), {"phase": PhaseParams}, PHASE_FIT_KEYS,
                         "verify").phase
-    derived = fit_all(phase_params.fit, phase_params.steps, root)
+    derived = fit_all(phase_params, root)
     return agrees(derived, read_json(root / path), path, "differs from a refit of the phase_diagram runs")
 
 
