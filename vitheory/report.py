@@ -133,7 +133,7 @@ def cpu_description() -> str:
 def regime_label(params: ParamsView) -> str:
     """The real-image regime in a few words, for the verdict table."""
     data, real = params.images, params.real
-    side = {"digits": 8, "cluttered_digits": data.cluttered.canvas}.get(data.dataset)
+    side = {"digits": 8, "cluttered_digits": data.cluttered.canvas, "fashion_mnist": 28}.get(data.dataset)
     grid = f", {side // real.models.vit.patch} x {side // real.models.vit.patch} ViT tokens" if side else ""
     return f"{data.dataset.replace('_', ' ')}{grid}, {real.seeds} seeds"
 

@@ -2,6 +2,7 @@ import copy
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -419,3 +420,26 @@ def test_one_seed_is_refused_for_every_claims_seeds(key):
     with pytest.raises(ParamsError, match=rf"^{re.escape(key)} = 1 is not allowed: must be >= 2: \S+'s intervals"):
         parse_params(with_value(key, 1))
     parse_params(with_value(key, 2))
+
+
+def test_fashion_mnists_training_labels_are_known_before_any_training_where_its_files_are(tmp_path):
+    """Read from the local files, the labels the check counts are those prepare_images writes; with the files
+    missing, the check leaves the refusal to prepare_images (one line there, not a traceback here)."""
+    from vitheory.images.datasets import DatasetUnavailable, read_fashion_mnist
+    from vitheory.images.prepare import prepare
+    from vitheory.images.training import load_images
+    from vitheory.pk22.package import offline_training_labels
+
+    raw = with_value("images.dataset", "fashion_mnist")
+    raw["images"]["fashion_mnist_path"] = str(tmp_path / "absent")
+    assert offline_training_labels(parse_params(raw).images) is None
+    raw["images"] |= {"fashion_mnist_path": "/usr/share/datasets/fashion-mnist", "train_fraction": 0.05,
+                      "official_test_fraction": 0.01}
+    params = parse_params(raw)
+    try:
+        read_fashion_mnist(Path(params.images.fashion_mnist_path))
+    except DatasetUnavailable:
+        pytest.skip("Fashion-MNIST's files are not installed (apt-get install dataset-fashion-mnist)")
+    prepare(params.images, tmp_path / "images")
+    written = load_images(tmp_path / "images", ("train",), torch.device("cpu")).y["train"]
+    assert torch.equal(offline_training_labels(params.images), written)

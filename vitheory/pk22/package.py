@@ -3,13 +3,14 @@ its figures and verify's re-derivations."""
 
 from collections.abc import Iterator
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from vitheory.core.config import Violation
 from vitheory.core.package import Package
-from vitheory.images.datasets import read_digits, split_indices
+from vitheory.images.datasets import DatasetUnavailable, read_digits, read_fashion_mnist, split_indices
 from vitheory.pk22 import figures, params, rederive
 from vitheory.pk22.buildup import BuildUpParams, placement_violations
 from vitheory.pk22.claims import NOISE_DECIDES, PAPER, SHARE_COMPARISONS
@@ -21,8 +22,16 @@ from vitheory.pk22.trainings import fraction_index
 
 
 def offline_training_labels(images: Any) -> torch.Tensor | None:
-    """The training split's labels as `prepare_images` makes them, for a dataset built here (scikit-learn's
-    digits, bare or on cluttered canvases, `copies` per digit); None for one that is downloaded."""
+    """The training split's labels as `prepare_images` makes them, for a dataset built or read here
+    (scikit-learn's digits, bare or on cluttered canvases, `copies` per digit; Fashion-MNIST's local files);
+    None for one that is downloaded, or Fashion-MNIST's files missing or damaged (prepare_images says so)."""
+    if images.dataset == "fashion_mnist":
+        try:
+            labels = read_fashion_mnist(Path(images.fashion_mnist_path)).train.y
+        except DatasetUnavailable:
+            return None
+        return labels[split_indices(labels, val_fraction=images.val_fraction, test_fraction=None,
+                                    train_fraction=images.train_fraction, seed=images.seed)["train"]]
     if images.dataset not in ("digits", "cluttered_digits"):
         return None
     labels = read_digits().train.y
