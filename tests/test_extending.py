@@ -192,7 +192,7 @@ class ToyPreset(Section):
       for stage in ("render", "report")),
 ]
 KNOB = [
-    Edit("vitheory/images/params.py", after_last_field("RealTrainParams"),
+    Edit("vitheory/images/params.py", after_last_field("RecipeParams"),
          '    label_smoothing: float = knob(Rule(lambda v: 0 <= v < 1, "in [0, 1)"))  # of the cross-entropy'),
     Edit("params.yaml", end_of_yaml_block("real"),
          "  label_smoothing: 0.0    # of the cross-entropy: 0 trains on the labels as they are"),
