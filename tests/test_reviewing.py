@@ -255,7 +255,7 @@ def test_the_run_story_follows_the_records_and_says_the_target_as_a_difference()
     story = reviewing.run_story([idle, loaded])
     assert "2 stage runs on 2 cores, its last stage finished 2026-11-29T02:00:00+00:00" in story
     assert "1 of its stage times on loaded cores, upper bounds (`b`)" in story
-    assert "add up to 4,000 s (1 h 7 min), 400 s over issue 52's target of 3,600 s" in story
+    assert "add up to 4,000 s (1 h 7 min), 400 s over the project's target of 3,600 s" in story
     assert "600 s under" in reviewing.run_story([idle]) and "every stage on otherwise idle cores" in \
         reviewing.run_story([idle])
     readme = (reviewing.SOURCE / "README.md").read_text()
