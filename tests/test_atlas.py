@@ -178,6 +178,21 @@ def test_a_knob_that_reaches_no_stage_of_a_claim_gets_no_reading_and_one_not_run
     assert not any("decided at one value only" in line for lines in said.values() for line in lines)
 
 
+def test_a_grid_knob_the_table_holds_no_row_of_reads_not_run_where_it_reaches():
+    """A knob added to the grid after the committed table was made (no row of it, not even the default's)
+    still reads "not run" with its cost for each claim it reaches, and is named among those that do not reach
+    the others."""
+    default = [_record("LI-X", HOLDS), _record("LI-Y", HOLDS, value=0.5)]
+    raw = {"generate": {"li_tokens": {"alpha_star": 0.2}}}
+    rows = [dict(zip(COLUMNS, map(str, row))) for row in atlas_rows(default, raw, [KNOB], {})]
+    added = "phase.data.confusion_tokens"
+    left = {added: "not run at 1, 2: each point about 8 min"}
+    said = where_lines(rows, {"LI-X": {KNOB}, "LI-Y": {added}}, left)
+    assert f"`{added}`: not run (not run at 1, 2: each point about 8 min)" in said["LI-Y"]
+    assert not any(line.startswith(f"`{added}`") for line in said["LI-X"])
+    assert any(line.startswith("not reached by") and f"`{added}`" in line for line in said["LI-X"])
+
+
 def test_the_reach_of_a_knob_is_read_from_the_stages_a_claim_passes_through():
     """[LI23]'s phase grids read no li_tokens key: alpha* reaches LI-3 (train_li_vit) and not LI-1; the sample
     size of [JSL22] reaches JSL-2; the image data's fraction reruns every image training and analysis."""

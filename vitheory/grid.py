@@ -289,8 +289,15 @@ def where_lines(rows: Sequence[Mapping[str, str]], reached: Mapping[str, Collect
             said[claim].append(f"`{key}`: {crossings[claim, key]}")
         if key in not_run:
             said[claim].append(f"`{key}`: {not_run[key]}")
-    knobs = list(dict.fromkeys(row["knob"] for row in rows))
-    for claim in dict.fromkeys(row["claim"] for row in rows):
+    in_table = list(dict.fromkeys(row["knob"] for row in rows))
+    absent = [key for key in not_run if key not in in_table]  # a grid knob the table holds no row of yet
+    claims = list(dict.fromkeys([*(row["claim"] for row in rows), *reached]))
+    for claim in claims:
+        for key in absent:
+            if key in reached.get(claim, ()):
+                said.setdefault(claim, []).append(f"`{key}`: not run ({not_run[key]})")
+    knobs = [*in_table, *absent]
+    for claim in claims:
         unreached = [key for key in knobs if key not in reached.get(claim, ())]
         if unreached:
             said.setdefault(claim, []).append(
