@@ -20,11 +20,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from vitheory.core.checkpoint import save_checkpoint, seed_folder
 from vitheory.core.config import Section, Violation, at_least, knob
 from vitheory.images.params import RecipeParams
-from vitheory.images.recipe import FitTask
-from vitheory.images.training import LoadedImages, run_tasks
+from vitheory.images.training import LoadedImages
+from vitheory.pk22.trainings import train_named
 from vitheory.pk22.lesion import lesions
 from vitheory.pk22.models import AlterNet
 from vitheory.pk22.params import AlterNetPreset
@@ -93,19 +92,9 @@ def train_placements(preset: AlterNetPreset, cfg: BuildUpParams, real: RecipePar
     """Per placement of `PLACEMENTS`, one AlterNet per seed of `real.seeds`, trained by train_real's recipe on
     all the training images, each saved under `folder`/<placement>/seed_<s>/."""
     shape = (data.image_size, data.channels, data.n_classes)
-    builders = {name: partial(build_placement, preset, getattr(cfg, name), *shape) for name in PLACEMENTS}
-    plan = [(name, seed) for name in PLACEMENTS for seed in range(real.seeds)]
-    tasks = [FitTask(builders[name], real, data.x["train"].cpu(), data.y["train"].cpu(), real.epochs, seed, {},
-                     desc=f"{name} seed {seed}") for name, seed in plan]
-    models: dict[str, list[nn.Module]] = {name: [] for name in PLACEMENTS}
-    for (name, seed), result in zip(plan, run_tasks(tasks, device)):
-        model = builders[name]()
-        model.load_state_dict(result.weights)
-        save_checkpoint(folder / name / seed_folder(seed), model.eval(), {
-            "stage": "pk_buildup", "model": name, "placement": list(getattr(cfg, name)), "seed": seed,
-            "train": asdict(real)})
-        models[name].append(model.to(device).eval())
-    return models
+    return train_named({name: partial(build_placement, preset, getattr(cfg, name), *shape) for name in PLACEMENTS},
+                       real, data, device, folder,
+                       lambda name: {"stage": "pk_buildup", "model": name, "placement": list(getattr(cfg, name))})
 
 
 def without_closing_attention(model: AlterNet) -> nn.Module:

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vitheory.core.config import NON_NEGATIVE, POSITIVE, Rule, Section, Violation, at_least, knob
+from vitheory.core.config import NON_NEGATIVE, POSITIVE, Section, Violation, at_least, knob
 from vitheory.images.models import Block, ResidualBlock
 from vitheory.images.recipe import augment
 

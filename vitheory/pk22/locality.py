@@ -18,12 +18,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from vitheory.core.checkpoint import save_checkpoint, seed_folder
 from vitheory.core.config import NON_NEGATIVE, Rule, Section, at_least, knob
 from vitheory.images.models import SmallViT
 from vitheory.images.params import RecipeParams, ViTPreset
-from vitheory.images.recipe import FitTask
-from vitheory.images.training import LoadedImages, evaluate, run_tasks
+from vitheory.images.training import LoadedImages, evaluate
+from vitheory.pk22.trainings import train_named
 
 COLUMNS = {"model": str, "seed": int, "window": int, "test_loss": float, "test_accuracy": float}
 GLOBAL = "vit"  # train_real's natural-image ViT: global attention, window 0 in the table
@@ -62,19 +61,11 @@ def train_windows(preset: ViTPreset, windows: tuple[int, ...], real: RecipeParam
     """Per window, one ViT per seed of `real.seeds`, trained by train_real's recipe on all the training
     images, each saved under `folder`/vit_window<k>/seed_<s>/."""
     shape = (data.image_size, data.channels, data.n_classes)
-    builders = {window: partial(build_window_vit, preset, window, *shape) for window in windows}
-    plan = [(window, seed) for window in windows for seed in range(real.seeds)]
-    tasks = [FitTask(builders[window], real, data.x["train"].cpu(), data.y["train"].cpu(), real.epochs, seed, {},
-                     desc=f"{model_name(window)} seed {seed}") for window, seed in plan]
-    models: dict[int, list[nn.Module]] = {window: [] for window in windows}
-    for (window, seed), result in zip(plan, run_tasks(tasks, device)):
-        model = builders[window]()
-        model.load_state_dict(result.weights)
-        save_checkpoint(folder / model_name(window) / seed_folder(seed), model.eval(), {
-            "stage": "pk_locality", "model": model_name(window), "window": window, "seed": seed,
-            "train": asdict(real)})
-        models[window].append(model.to(device).eval())
-    return models
+    by_name = {model_name(window): window for window in windows}
+    models = train_named({name: partial(build_window_vit, preset, window, *shape) for name, window in by_name.items()},
+                         real, data, device, folder,
+                         lambda name: {"stage": "pk_locality", "model": name, "window": by_name[name]})
+    return {window: models[name] for name, window in by_name.items()}
 
 
 def accuracy_row(name: str, seed: int, window: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple:

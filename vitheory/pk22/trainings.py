@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, replace
 from functools import partial
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +105,20 @@ def run_trainings(cfg: PKTrainParams, real: RecipeParams, presets: Any, images_s
             "stage": "pk_train", "model": name, "fraction": fraction, "seed": seed, "epochs": epochs,
             "train": asdict(real), "data": read_meta(artifact("images"))["params"], "device": device.type})
     return runs
+
+
+def train_named(builders: Mapping[str, Callable[[], nn.Module]], real: RecipeParams, data: LoadedImages,
+                device: torch.device, folder: Path, meta: Callable[[str], dict]) -> dict[str, list[nn.Module]]:
+    """Per builder, one model per seed of `real.seeds`, trained by the recipe on all the training images, each
+    saved under `folder`/<name>/seed_<s>/ with `meta(name)`, its seed and the recipe."""
+    plan = [(name, seed) for name in builders for seed in range(real.seeds)]
+    tasks = [FitTask(builders[name], real, data.x["train"].cpu(), data.y["train"].cpu(), real.epochs, seed, {},
+                     desc=f"{name} seed {seed}") for name, seed in plan]
+    models: dict[str, list[nn.Module]] = {name: [] for name in builders}
+    for (name, seed), result in zip(plan, run_tasks(tasks, device)):
+        model = builders[name]()
+        model.load_state_dict(result.weights)
+        save_checkpoint(folder / name / seed_folder(seed), model.eval(),
+                        meta(name) | {"seed": seed, "train": asdict(real)})
+        models[name].append(model.to(device).eval())
+    return models
