@@ -11,10 +11,9 @@ from vitheory.core.cli import PARAMS_FILE, run_stage
 from vitheory.core.config import ParamsView
 from vitheory.core.paths import artifact
 from vitheory.atlas import not_run
-from vitheory.grid import read_atlas, where_lines
+from vitheory.grid import reached_lines, read_atlas, where_lines
 from vitheory.papers import PAPERS
 from vitheory.params import SECTIONS
-from vitheory.reach import reached_claims
 from vitheory.report import deciding_numbers, devices, evaluate_all, render_report, source_revision, verdicts
 from vitheory.reviewing import read_stage_times, stage_seconds
 
@@ -29,7 +28,7 @@ def main(params: ParamsView, args: argparse.Namespace) -> None:
     write_json(artifact("measured"), deciding_numbers(records))
     raw = yaml.safe_load(PARAMS_FILE.read_text())
     rows = read_atlas(artifact("atlas_table"))
-    reached = reached_claims((claim for paper in PAPERS for claim in paper.claims), params.atlas.knobs)
+    reached = reached_lines((claim for paper in PAPERS for claim in paper.claims), params.atlas.knobs)
     atlas = where_lines(rows, reached, not_run(raw, rows, stage_seconds(read_stage_times(root))),
                         params.report.confidence)
     for claim, lines in atlas.items():

@@ -17,7 +17,8 @@ from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE
 from vitheory.core.config import value_at
 from vitheory.core.errors import ArtifactError, ParamsError
 from vitheory.core.figures import save_png
-from vitheory.grid import COLUMNS, NOT_MEASURED, Point, read_atlas, where_it_holds, where_lines, with_value
+from vitheory.grid import (BASE, COLUMNS, NOT_MEASURED, Point, reached_lines, read_atlas, where_it_holds, where_lines,
+                           with_value)
 from vitheory.papers import PAPERS
 from vitheory.params import grid_points, parse_params
 from vitheory.reach import reached_claims, rerun_by
@@ -65,8 +66,8 @@ def test_the_committed_grid_passes_and_its_points_leave_the_default_out(default_
     found = grid_points(raw)
     assert found and all(point.value != raw["generate"]["li_tokens"]["alpha_star"] for point in found
                          if point.knob == KNOB)
-    assert len(found) == sum(value != value_at(raw, key) for key, values in default_params.atlas.knobs.items()
-                             for value in values)
+    assert len(found) == sum(BASE in line or value != value_at(raw, line)
+                             for line, values in default_params.atlas.knobs.items() for value in values)
     for point in found:  # every name a git ref name: `dvc exp run --name` takes it
         assert subprocess.run(["git", "check-ref-format", f"refs/exps/{point.name}"]).returncode == 0, point.name
 
@@ -197,7 +198,8 @@ def test_the_reach_of_a_knob_is_read_from_the_stages_a_claim_passes_through():
     """[LI23]'s phase grids read no li_tokens key: alpha* reaches LI-3 (train_li_vit) and not LI-1; the sample
     size of [JSL22] reaches JSL-2; the image data's fraction reruns every image training and analysis."""
     claims = {claim.id: claim for paper in PAPERS for claim in paper.claims}
-    reached = reached_claims([claims["LI-1"], claims["LI-3"], claims["JSL-2"]], [KNOB, "generate.spatial.n_train"])
+    reached = reached_claims([claims["LI-1"], claims["LI-3"], claims["JSL-2"]],
+                             {KNOB: [KNOB], "generate.spatial.n_train": ["generate.spatial.n_train"]})
     assert reached == {"LI-1": set(), "LI-3": {KNOB}, "JSL-2": {"generate.spatial.n_train"}}
     assert {"prepare_images", "train_real@vit-natural", "pk_train", "pk_analysis", "report"} <= \
         rerun_by("images.train_fraction")
@@ -498,3 +500,73 @@ def test_the_crossings_interval_covers_at_its_level_at_the_seeds_we_use():
                (share_crossing(list(zip(sizes, rng.binomial(20, chance), [20] * 6)), 0.5, 0.95, draws=200)[1:]
                 for _ in range(50))]
     assert np.mean(covered) >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / 50)
+
+
+D_P = "spatial.vit.pos_dim @ generate.spatial.n_patches=100"
+
+
+def test_a_line_around_another_point_sets_its_base_then_each_value_and_reaches_where_either_key_does():
+    """d_p at D = 100 (Assumption 2's knob at another D): every value is a point, the default's too (the
+    default point is not on the line), each setting its base first; a claim is reached where the base's key
+    or the knob reaches it."""
+    found = [point for point in grid_points(_raw({D_P: [32, 100, 128]})) if point.knob == D_P]
+    assert [point.overrides for point in found] == [
+        ["generate.spatial.n_patches=100", f"spatial.vit.pos_dim={value}"] for value in (32, 100, 128)]
+    assert queue_commands(found[:1], {})[0][4:8] == ["-S", "generate.spatial.n_patches=100", "-S",
+                                                     "spatial.vit.pos_dim=32"]
+    claims = {claim.id: claim for paper in PAPERS for claim in paper.claims}
+    reached = reached_lines([claims["JSL-1"], claims["LI-1"]], [D_P])
+    assert reached == {"JSL-1": {D_P}, "LI-1": set()}
+    rows = [dict(zip(COLUMNS, map(str, row))) for row in atlas_rows(
+        [_record("LI-X", HOLDS)], _raw({}), [D_P], {found[0]: [_record("LI-X", FAILS)]})]
+    assert [(row["value"], row["default"]) for row in rows] == [("32", "false")]  # no default row on the line
+
+
+@pytest.mark.parametrize(("knobs", "message"), [
+    ({"spatial.vit.pos_dim @ spatial.vit.pos_dim=64": [32]}, "its base sets the knob itself"),
+    ({"spatial.vit.pos_dim @ generate.spatial.n_patches=64": [32]}, "its base is the default point"),
+    ({"spatial.vit.pos_dim @ generate.spatial.n_patches": [32]}, "its base 'generate.spatial.n_patches' is not "
+                                                                 "key=value"),
+    ({"spatial.vit.pos_dim @ generate.spatial.patches=100": [32]}, "generate.spatial.patches is not a params key"),
+    ({"images.train_fraction @ preset=nonesuch": [0.5]}, "'nonesuch' names no preset"),
+])
+def test_a_bad_line_around_another_point_is_one_line_naming_it(knobs, message):
+    with pytest.raises(ParamsError, match=message):
+        grid_points(_raw(knobs))
+
+
+def test_a_value_that_names_a_preset_brings_its_settings_and_one_that_names_none_is_refused():
+    """Fashion-MNIST at the cluttered digits' sizes would leave its regime (patch 2: 196 tokens): the point
+    of images.dataset = fashion_mnist sets presets/fashion_mnist.yaml's settings, then the knob."""
+    raw = _raw({"images.dataset": ["fashion_mnist"]})
+    raw["atlas"]["presets"] = ["images.dataset"]
+    (point,) = grid_points(raw)
+    preset = yaml.safe_load((ROOT / "presets/fashion_mnist.yaml").read_text())
+    assert dict(point.settings)["real.models.vit.patch"] == preset["real"]["models"]["vit"]["patch"] == 4
+    assert point.settings[-1] == ("images.dataset", "fashion_mnist") and point.name == "atlas-images.dataset-fashion_mnist"
+    raw["atlas"]["knobs"] = {"images.dataset": ["digits"]}
+    with pytest.raises(ParamsError, match="atlas.knobs.images.dataset: 'digits' names no preset"):
+        grid_points(raw)
+    raw["atlas"]["presets"] = ["images.canvas"]
+    with pytest.raises(ParamsError, match="atlas.presets: images.canvas is not a knob of atlas.knobs"):
+        grid_points(raw)
+
+
+def test_a_line_of_sources_reads_value_by_value_and_names_each_check_that_differs_with_both_numbers():
+    """Issue 70: two sources have no order, so no "from" or "up to"; where a verdict differs between them the
+    claim's lines give the check's number and interval at each."""
+    assert str(where_it_holds([("cluttered_digits", HOLDS), ("fashion_mnist", FAILS)])) == \
+        'by value: holds at "cluttered_digits", does not hold at "fashion_mnist"'
+    knob, raw = "images.dataset", {"images": {"dataset": "cluttered_digits"}}
+    default = [_record("LI-X", HOLDS, value=0.9), _record("LI-Y", HOLDS, value=0.5)]
+    found = {Point(knob, "fashion_mnist"): [_record("LI-X", FAILS, value=-0.2), _record("LI-Y", HOLDS, value=0.7)]}
+    rows = [dict(zip(COLUMNS, map(str, row))) for row in atlas_rows(default, raw, [knob], found)]
+    said = where_lines(rows, {"LI-X": {knob}, "LI-Y": {knob}})
+    assert said["LI-X"] == [f'`{knob}`: by value: holds at "cluttered_digits", does not hold at "fashion_mnist"',
+                            f'`{knob}`: `q > 0`: 0.9 [0.8, 1] (holds) at "cluttered_digits"; -0.2 [-0.3, -0.1] '
+                            '(does not hold) at "fashion_mnist"']
+    assert said["LI-Y"] == [f'`{knob}`: by value: holds at "cluttered_digits", holds at "fashion_mnist"']
+    from vitheory.atlas import claim_figure
+
+    (ax,) = claim_figure(rows, "LI-X", [knob]).axes  # side by side, in the table's order
+    assert [label.get_text() for label in ax.get_xticklabels()] == ["cluttered_digits", "fashion_mnist"]

@@ -60,13 +60,13 @@ from vitheory.core.errors import ArtifactError, ParamsError, VitheoryError
 from vitheory.core.figures import save_png, set_theme
 from vitheory.core.paths import artifact
 from vitheory.core.rederive import Problem
-from vitheory.grid import (COLUMNS, NOT_MEASURED, Point, knob_value, line_order, points, read_atlas, threshold_of,
-                           value_text)
+from vitheory.grid import (COLUMNS, NOT_MEASURED, Point, knob_value, line_key, line_order, numeric, points, reached_lines,
+                           read_atlas, threshold_of, value_text)
 from vitheory.params import DEFAULT_PATH, parse_params
 from vitheory.params import grid_points as checked_points
 from vitheory.measured import duration
 from vitheory.papers import PAPERS
-from vitheory.reach import reached_claims, rerun_by
+from vitheory.reach import rerun_by
 from vitheory.report import power_line
 from vitheory.reviewing import read_stage_times, stage_seconds
 
@@ -109,14 +109,14 @@ def experiments(root: Path, rev: str = "HEAD") -> tuple[dict[str, str], dict[str
 
 def queue_commands(grid_points: Sequence[Point], done: Mapping[str, str]) -> list[list[str]]:
     """The `dvc exp run --queue` command of every point not yet finished."""
-    return [["dvc", "exp", "run", "--queue", "-S", point.setting, "--name", point.name]
-            for point in grid_points if point.name not in done]
+    return [["dvc", "exp", "run", "--queue", *(arg for setting in point.overrides for arg in ("-S", setting)),
+             "--name", point.name] for point in grid_points if point.name not in done]
 
 
-def point_cost(knob: str, seconds: Mapping[str, float]) -> str:
-    """What one point of `knob` costs: the committed run's times of the stages it reruns (vitheory.reach),
-    an upper bound (a stage whose inputs come out the same comes back from the run-cache)."""
-    rerun = sorted(rerun_by(knob))
+def point_cost(point: Point, seconds: Mapping[str, float]) -> str:
+    """What `point` costs: the committed run's times of the stages its settings rerun (vitheory.reach), an
+    upper bound (a stage whose inputs come out the same comes back from the run-cache)."""
+    rerun = sorted(set().union(*(rerun_by(key) for key, _ in point.settings)))
     untimed = [stage for stage in rerun if stage not in seconds]
     said = f"about {duration(sum(seconds.get(stage, 0.0) for stage in rerun))} of stage time"
     if untimed:
@@ -128,12 +128,14 @@ def not_run(raw: Mapping[str, Any], rows: Sequence[Mapping[str, str]], seconds: 
     """Each knob of the grid -> its values that no point of the table measured (or failed at), with what each
     point costs and the command that queues it."""
     ran = {(row["knob"], row["value"]) for row in rows if row["default"] == "false"}
-    left: dict[str, list[Any]] = {}
+    left: dict[str, list[Point]] = {}
     for point in points(parse_params(raw).atlas, raw):
         if (point.knob, value_text(point.value)) not in ran:
-            left.setdefault(point.knob, []).append(point.value)
-    return {knob: (f"not run at {', '.join(map(value_text, values))}: each point {point_cost(knob, seconds)}; "
-                   "`python -m vitheory.atlas queue` queues it") for knob, values in left.items()}
+            left.setdefault(point.knob, []).append(point)
+    return {knob: (f"not run at {', '.join(value_text(point.value) for point in left_out)}: "
+                   + ("each point " if len(left_out) > 1 else "")
+                   + f"{point_cost(max(left_out, key=lambda point: len(point.settings)), seconds)}; "
+                   "`python -m vitheory.atlas queue` queues it") for knob, left_out in left.items()}
 
 
 def point_rows(records: Sequence[Mapping[str, Any]], knob: str, value: Any,
@@ -165,11 +167,14 @@ def failed_rows(records: Sequence[Mapping[str, Any]], knob: str, value: Any, fai
 def atlas_rows(default: Sequence[Mapping[str, Any]], default_params: Mapping[str, Any],
                knobs: Sequence[str], found: Mapping[Point, Sequence[Mapping[str, Any]]],
                failures: Mapping[Point, str] | None = None) -> list[list[Any]]:
-    """The whole table: on each knob's line, the default point's records (at the knob's default value),
-    then those of every finished point of that knob, then its failed points (`failures`: point -> error)."""
+    """The whole table: on each knob's line, the default point's records (at the knob's default value; not on
+    a line around another point), then those of every finished point of that knob, then its failed points
+    (`failures`: point -> error)."""
     rows = []
     for knob in knobs:
-        rows += point_rows(default, knob, knob_value(default_params, knob))
+        key, base = line_key(knob)
+        if not base:
+            rows += point_rows(default, knob, knob_value(default_params, key))
         for point, records in found.items():
             if point.knob == knob:
                 rows += point_rows(records, knob, point.value, default)
@@ -194,10 +199,11 @@ def read_points(root: Path, grid_points: Sequence[Point], done: Mapping[str, str
             continue
         rev = done[point.name]
         ran_with = yaml.safe_load(git_file(root, rev, DEFAULT_PATH))
-        ran_at = knob_value(ran_with, point.knob)
-        if ran_at != point.value:
-            raise ParamsError(f"experiment {point.name} ran with {point.knob} = {ran_at!r}, not {point.value!r}: "
-                              f"`dvc exp remove {point.name}` and queue it again")
+        for key, value in point.settings:
+            ran_at = knob_value(ran_with, key)
+            if ran_at != value:
+                raise ParamsError(f"experiment {point.name} ran with {key} = {ran_at!r}, not {value!r}: "
+                                  f"`dvc exp remove {point.name}` and queue it again")
         found[point] = json.loads(git_file(root, rev, artifact("claims")))["claims"]
         write_json(root / artifact("atlas_points") / f"{point.name}.json",
                    {"point": point.name, "knob": point.knob, "value": point.value, "experiment": rev,
@@ -271,7 +277,9 @@ def claim_figure(rows: Sequence[Mapping[str, str]], claim: str, knobs: Sequence[
                              squeeze=False, sharex="col")
     for (row, label), (column, knob) in itertools.product(enumerate(labels), enumerate(knobs)):
         ax, line = axes[row][column], table[(table["criterion"] == label) & (table["knob"] == knob)]
-        x = np.array([json.loads(value) for value in line["value"]], dtype=float)
+        values = [json.loads(value) for value in line["value"]]
+        ordered, order = numeric(values), line_order(values)  # a source of images has no order: side by side
+        x = np.array(values if ordered else [order.index(value) for value in values], dtype=float)
         y, low, high = (pd.to_numeric(line[key], errors="coerce").to_numpy() for key in ("measured", "low", "high"))
         ax.errorbar(x, y, yerr=[np.clip(y - low, 0, None), np.clip(high - y, 0, None)], fmt="none",
                     ecolor="0.4", capsize=3)
@@ -279,7 +287,10 @@ def claim_figure(rows: Sequence[Mapping[str, str]], claim: str, knobs: Sequence[
         ringed = (line["default"] == "true").to_numpy()
         ax.scatter(x[ringed], y[ringed], s=160, facecolors="none", edgecolors="black", zorder=4)
         ax.axhline(threshold_of(label), linestyle="--", color="0.2", linewidth=1)
-        if x.min() > 0 and x.max() / x.min() >= 8:
+        if not ordered:
+            ax.set_xticks(range(len(order)), order)
+            ax.set_xlim(-0.5, len(order) - 0.5)
+        elif x.min() > 0 and x.max() / x.min() >= 8:
             ax.set_xscale("log", base=2)
         ax.set_title(label if column == 0 else "", fontsize="small", loc="left")
         ax.set_xlabel(knob if row == len(labels) - 1 else "")
@@ -328,7 +339,7 @@ def write_claim_figures(root: Path, rows: Sequence[Mapping[str, str]], knobs: Se
     """reports/atlas/claims/<claim>.png for every claim a point of a knob that reaches it measured; the
     folder holds nothing else (a claim no point measures any more loses its figure)."""
     folder = root / artifact("atlas_claim_figures")
-    reached = reached_claims((claim for paper in PAPERS for claim in paper.claims), knobs)
+    reached = reached_lines((claim for paper in PAPERS for claim in paper.claims), knobs)
     made = set()
     for claim in dict.fromkeys(row["claim"] for row in rows):
         fig = claim_figure(rows, claim, [knob for knob in knobs if knob in reached.get(claim, ())])
@@ -390,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         seconds = stage_seconds(read_stage_times(root))
         left = [point for point in grid_points if point.name not in done]
         for point, command in zip(left, queue_commands(grid_points, done)):
-            print(f"{shlex.join(command)}  # {point_cost(point.knob, seconds)}")
+            print(f"{shlex.join(command)}  # {point_cost(point, seconds)}")
             if not args.dry:
                 subprocess.run([sys.executable, "-m", *command], cwd=root, check=True)
     except VitheoryError as err:

@@ -4,7 +4,9 @@ a knob.
 Each knob is a dotted params key with a few values, chosen where a paper says the regime matters. The
 grid is walked one knob at a time from the committed params (the default point): one experiment per
 value that differs from the default, so that its cost grows with the number of values, not with their
-product. `vitheory.params.grid_points` checks every point as a whole params file (the pipeline does
+product. A grid key `key @ base` is the knob's line around another point (the base's settings, then
+each value, every value a point); a knob under `presets` sets, at each value, the preset that value names
+first (a source of images and its sizes). `vitheory.params.grid_points` checks every point as a whole params file (the pipeline does
 not: an experiment's overrides never fail on a grid it does not run); `python -m vitheory.atlas` queues
 the points as DVC experiments and reads their claims back (`reports/atlas/atlas.csv`), and the report
 stage reads that table, when it has rows, for each claim's "where it holds" line.
@@ -24,44 +26,101 @@ import csv
 import json
 import math
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 from scipy import optimize, special
 
-from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, PREMISE_LABEL
-from vitheory.core.config import Section, as_dict, knob, set_value_at, value_at
+from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, PREMISE_LABEL, Claim
+from vitheory.core.config import Section, as_dict, knob, leaves, set_value_at, value_at
 from vitheory.core.errors import ArtifactError, ParamsError
+from vitheory.core.paths import PRESETS
+from vitheory.reach import reached_claims
 
 SECTION = "atlas"  # read by `python -m vitheory.atlas`, by no stage of `dvc repro`
 
 
 @dataclass(frozen=True)
 class AtlasParams(Section):
-    """params.yaml `atlas`: each knob (a dotted params key) to the values the atlas runs it at."""
+    """params.yaml `atlas`: each knob (a dotted params key, or `key @ base`) to the values the atlas runs it
+    at; `presets`: the knobs a value of which brings the preset it names."""
 
     knobs: dict[str, tuple[Any, ...]] = knob()
+    presets: tuple[str, ...] = knob()
+
+
+BASE = " @ "  # `spatial.vit.pos_dim @ generate.spatial.n_patches=100`: the knob's line around another point
+PRESET = "preset"  # a base's `preset=<name>`: every setting of presets/<name>.yaml
+
+
+def preset_settings(knob: str, name: Any) -> tuple[tuple[str, Any], ...]:
+    """The settings of the preset `name` (presets/<name>.yaml) but the knob's own; ParamsError when there is
+    no such preset."""
+    path = PRESETS / f"{name}.yaml"
+    if not isinstance(name, str) or not path.is_file():
+        raise ParamsError(f"{SECTION}.knobs.{knob}: {name!r} names no preset (presets/<name>.yaml): add the "
+                          "preset or drop it")
+    return tuple((key, value) for key, value in leaves(yaml.safe_load(path.read_text()) or {}).items()
+                 if key != knob)
+
+
+def line_key(line: str) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """A grid key's knob and base: `key` is (key, ()); `key @ k=v, k2=v2` is (key, ((k, v), (k2, v2))), each
+    value read as YAML, `preset=<name>` standing for the preset's settings. ParamsError when a base setting
+    is not `k=v`."""
+    key, _, base = line.partition(BASE)
+    key = key.strip()
+    settings: list[tuple[str, Any]] = []
+    for setting in filter(None, (part.strip() for part in base.split(","))):
+        name, sep, text = setting.partition("=")
+        if not sep:
+            raise ParamsError(f"{SECTION}.knobs.{line}: its base {setting!r} is not key=value")
+        value = yaml.safe_load(text)
+        settings += preset_settings(key, value) if name.strip() == PRESET else [(name.strip(), value)]
+    return key, tuple(settings)
+
+
+def line_keys(line: str) -> list[str]:
+    """The params keys a grid key's points set: its knob and its base's keys."""
+    key, base = line_key(line)
+    return [key, *(name for name, _ in base)]
+
+
+def reached_lines(claims: Iterable[Claim], knobs: Iterable[str]) -> dict[str, set[str]]:
+    """Each claim's id -> the grid's keys that reach one of its stages (one of the keys it sets does)."""
+    return reached_claims(claims, {knob: line_keys(knob) for knob in knobs})
 
 
 @dataclass(frozen=True)
 class Point:
-    """One experiment of the atlas: the default params with one knob set to one value."""
+    """One experiment of the atlas: the default params with one knob set to one value, on a line around
+    another point (`knob` holds its base) after the base's settings, and after `brought`, the settings of
+    the preset a value brings (AtlasParams.presets)."""
 
-    knob: str
+    knob: str  # the grid's key: the table's column `knob`
     value: Any
+    brought: tuple[tuple[str, str], ...] = ()  # (params key, its value as JSON): a point is hashable
+
+    @property
+    def settings(self) -> tuple[tuple[str, Any], ...]:
+        """Every (params key, value) the point sets, in the order they are set."""
+        key, base = line_key(self.knob)
+        return (*((name, json.loads(text)) for name, text in self.brought), *base, (key, self.value))
 
     @property
     def name(self) -> str:
-        """The experiment's name, a valid git ref name: `atlas-<knob>-<value>`."""
-        return "atlas-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{self.knob}-{value_text(self.value)}").strip("_.")
+        """The experiment's name, a valid git ref name: `atlas-<grid key>-<value>`."""
+        shown = self.value if isinstance(self.value, str) else value_text(self.value)  # a name without quotes
+        return "atlas-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{self.knob}-{shown}").strip("_.")
 
     @property
-    def setting(self) -> str:
-        """`dvc exp run -S`'s argument: the value as YAML (JSON is YAML)."""
-        return f"{self.knob}={value_text(self.value)}"
+    def overrides(self) -> list[str]:
+        """`dvc exp run -S`'s arguments, one per setting: each value as YAML (JSON is YAML)."""
+        return [f"{key}={value_text(value)}" for key, value in self.settings]
 
 
 def value_text(value: Any) -> str:
@@ -78,9 +137,15 @@ def knob_value(raw: Mapping[str, Any], key: str) -> Any:
 
 def with_value(raw: Mapping[str, Any], key: str, value: Any) -> dict[str, Any]:
     """A copy of the parsed params with the knob `key` set to `value`."""
-    knob_value(raw, key)
+    return with_settings(raw, ((key, value),))
+
+
+def with_settings(raw: Mapping[str, Any], settings: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """A copy of the parsed params with each (key, value) of `settings` set, in order."""
     changed = copy.deepcopy(dict(raw))
-    set_value_at(changed, key, value)
+    for key, value in settings:
+        knob_value(raw, key)
+        set_value_at(changed, key, value)
     return changed
 
 
@@ -98,13 +163,27 @@ def same_data(params: Any, key: str) -> tuple[Any, str]:
 
 
 def points(grid: AtlasParams, raw: Mapping[str, Any]) -> list[Point]:
-    """Every experiment of the grid around the params `raw`: each knob's values other than its default."""
+    """Every experiment of the grid around the params `raw`: each knob's values other than its default; on a
+    line around another point (`key @ base`), every value."""
     found = []
-    for key, values in grid.knobs.items():
-        if key == SECTION or key.startswith(f"{SECTION}."):
-            raise ParamsError(f"{SECTION}.knobs.{key}: the atlas cannot vary its own grid")
+    for line, values in grid.knobs.items():
+        key, base = line_key(line)
+        if any(name == SECTION or name.startswith(f"{SECTION}.") for name in line_keys(line)):
+            raise ParamsError(f"{SECTION}.knobs.{line}: the atlas cannot vary its own grid")
         default = knob_value(raw, key)
-        found += [Point(key, value) for value in values if value != default]
+        if key in (name for name, _ in base):
+            raise ParamsError(f"{SECTION}.knobs.{line}: its base sets the knob itself: a base moves other keys")
+        if base and all(knob_value(raw, name) == value for name, value in base):
+            raise ParamsError(f"{SECTION}.knobs.{line}: its base is the default point: name the knob alone")
+        if base and line in grid.presets:
+            raise ParamsError(f"{SECTION}.presets: {line} is a line around another point; a preset's value "
+                              "brings its settings only on a knob's line at the default")
+        found += [Point(line, value, tuple((name, value_text(setting)) for name, setting in preset_settings(key, value))
+                        if line in grid.presets else ())
+                  for value in values if base or value != default]
+    for line in grid.presets:
+        if line not in grid.knobs:
+            raise ParamsError(f"{SECTION}.presets: {line} is not a knob of {SECTION}.knobs")
     names = [point.name for point in found]
     for point in found:
         if names.count(point.name) > 1:
@@ -112,10 +191,14 @@ def points(grid: AtlasParams, raw: Mapping[str, Any]) -> list[Point]:
     return found
 
 
+def numeric(values: Sequence[Any]) -> bool:
+    """Whether a knob's values are all numbers: a line with an order (a source of images has none)."""
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
 def line_order(values: Sequence[Any]) -> list[Any]:
     """A knob's values in the order the atlas reads them: ascending when all are numbers, else as given."""
-    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-    return sorted(values) if numbers else list(values)
+    return sorted(values) if numeric(values) else list(values)
 
 
 UNDECIDED = "undecided"
@@ -152,7 +235,8 @@ def where_it_holds(line: Sequence[tuple[Any, str]]) -> Where:
     """Where a claim holds along a knob, from its verdict at each value (`line`, in the knob's order):
     from the smallest value on which it holds at every larger decided value; up to a value when it holds
     below and fails above; everywhere; nowhere in the grid. Inconclusive values are left out of the
-    reading and named, and so are values not measured."""
+    reading and named, and so are values not measured. Values without an order (not all numbers) read value
+    by value: "by value: holds at a, fails at b"."""
     unknown = {verdict for _, verdict in line} - {HOLDS, FAILS, INCONCLUSIVE, NOT_MEASURED, OUTSIDE}
     if unknown:
         raise ValueError(f"unknown verdicts {sorted(unknown)}: expected {HOLDS}, {FAILS}, {INCONCLUSIVE}, "
@@ -164,6 +248,9 @@ def where_it_holds(line: Sequence[tuple[Any, str]]) -> Where:
     holds = [held for _, held in decided]
     if not decided:
         return Where(UNDECIDED, **left_out)
+    if not numeric([value for value, _ in line]):
+        return Where("by value: " + ", ".join(f"{HOLDS if held else FAILS} at {value_text(value)}"
+                                              for value, held in decided), **left_out)
     if len(decided) == 1:  # one value says nothing of a regime
         return Where(f"decided at one value only: {HOLDS if holds[0] else FAILS} at", decided[0][0], **left_out)
     if all(holds):
@@ -248,6 +335,31 @@ def crossing_lines(rows: Sequence[Mapping[str, str]], reached: Mapping[str, Coll
     return said
 
 
+def number_text(text: str) -> str:
+    """A table cell's number, to four significant digits ("" stays "")."""
+    return f"{float(text):.4g}" if text else ""
+
+
+def differing_checks(rows: Sequence[Mapping[str, str]], reached: Mapping[str, Collection[str]]
+                     ) -> dict[tuple[str, str], list[str]]:
+    """(claim, knob) -> on a line whose values have no order (a source of images), each check of the claim
+    whose verdict differs between the values, with its number and interval at each: the comparison a
+    reader makes between two sources."""
+    checks: dict[tuple[str, str, str], list[Mapping[str, str]]] = {}
+    for row in rows:
+        if row["knob"] in reached.get(row["claim"], ()) and row["claim_verdict"] != NOT_MEASURED:
+            checks.setdefault((row["claim"], row["knob"], row["criterion"]), []).append(row)
+    said: dict[tuple[str, str], list[str]] = {}
+    for (claim, key, label), line in checks.items():
+        values = [json.loads(row["value"]) for row in line]
+        if numeric(values) or len({row["verdict"] for row in line}) < 2:
+            continue
+        said.setdefault((claim, key), []).append(f"`{key}`: `{label}`: " + "; ".join(
+            f"{number_text(row['measured'])} [{number_text(row['low'])}, {number_text(row['high'])}] "
+            f"({row['verdict']}) at {row['value']}" for row in line))
+    return said
+
+
 def outside_premise(rows: Sequence[Mapping[str, str]]) -> set[tuple[str, str, str]]:
     """(claim, knob, value) of every point where a premise of the claim's theorem does not hold."""
     return {(row["claim"], row["knob"], row["value"]) for row in rows
@@ -277,6 +389,7 @@ def where_lines(rows: Sequence[Mapping[str, str]], reached: Mapping[str, Collect
     not_run = not_run or {}
     ran = {row["knob"] for row in rows if row["default"] == "false"}  # measured or failed
     crossings = crossing_lines(rows, reached, confidence)
+    differing = differing_checks(rows, reached)
     said: dict[str, list[str]] = {}
     for claim, key, line in claim_lines(rows):
         if key not in reached.get(claim, ()):
@@ -287,6 +400,7 @@ def where_lines(rows: Sequence[Mapping[str, str]], reached: Mapping[str, Collect
         said.setdefault(claim, []).append(f"`{key}`: {where_it_holds(line)}")
         if (claim, key) in crossings:
             said[claim].append(f"`{key}`: {crossings[claim, key]}")
+        said[claim] += differing.get((claim, key), [])
         if key in not_run:
             said[claim].append(f"`{key}`: {not_run[key]}")
     in_table = list(dict.fromkeys(row["knob"] for row in rows))

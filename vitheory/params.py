@@ -18,7 +18,7 @@ from typing import Any
 
 from vitheory.core.config import ParamsView, fail, read_params_file, unknown_keys, value_at, view
 from vitheory.core.errors import ParamsError
-from vitheory.grid import SECTION, Point, knob_value, points, same_data, with_value
+from vitheory.grid import SECTION, Point, knob_value, line_key, points, same_data, with_settings
 from vitheory.papers import PACKAGES, PAPERS
 
 DEFAULT_PATH = Path("params.yaml")
@@ -53,18 +53,19 @@ def grid_points(raw: Any) -> list[Point]:
     overrides (`dvc exp run -S`) must not fail the pipeline's check on a point of a grid it does not run."""
     default = parse_params(raw)
     found = points(default.atlas, raw)
-    # each knob's values so far with the data they give, the default's first: every point is an experiment
-    # of its own, and two values of the same data would be one run twice under two names
+    # each line's values so far with the data they give, on a knob's line at the default the default's first:
+    # every point is an experiment of its own, and two values of the same data would be one run twice
     given: dict[str, list[tuple[str, Any]]] = {}
     for point in found:
         try:
-            params = parse_params(with_value(raw, point.knob, point.value))
+            params = parse_params(with_settings(raw, point.settings))
         except ParamsError as err:
             raise ParamsError(f"{SECTION}.knobs.{point.knob}: its point {point.value!r} is not a valid params "
                               f"file: {err}") from None
-        data, said = same_data(params, point.knob)
-        seen = given.setdefault(point.knob, [(f"{knob_value(raw, point.knob)!r} (the default)",
-                                              same_data(default, point.knob)[0])])
+        key, base = line_key(point.knob)
+        data, said = same_data(params, key)
+        seen = given.setdefault(point.knob, [] if base else [(f"{knob_value(raw, key)!r} (the default)",
+                                                              same_data(default, key)[0])])
         for shown, other in seen:
             if other == data:
                 raise fail(f"{SECTION}.knobs.{point.knob}", default.atlas.knobs[point.knob],

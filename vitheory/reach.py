@@ -5,7 +5,7 @@ knob changes a dependency of one of its stages) both ask it."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from vitheory.core.claims import Claim
@@ -86,7 +86,8 @@ def rerun_by(knob: str) -> set[str]:
     return dependents(name for name in stages() if reaches(knob, [name]))
 
 
-def reached_claims(claims: Iterable[Claim], knobs: Iterable[str]) -> dict[str, set[str]]:
-    """Each claim's id -> the knobs that reach one of its stages."""
-    knobs = list(knobs)
-    return {claim.id: {knob for knob in knobs if reaches(knob, claim_stages(claim))} for claim in claims}
+def reached_claims(claims: Iterable[Claim], knobs: Mapping[str, Iterable[str]]) -> dict[str, set[str]]:
+    """Each claim's id -> the knobs that reach one of its stages; `knobs`: each knob (an atlas line) -> the
+    params keys its points set: it reaches a stage where one of them does."""
+    return {claim.id: {knob for knob, keys in knobs.items() if any(reaches(key, claim_stages(claim)) for key in keys)}
+            for claim in claims}
