@@ -78,7 +78,8 @@ def _pk5_regime(params: Any) -> str:
         f" Noise bands {list(cfg.frequencies)} (units of pi, radius max(|f_x|, |f_y|), bandwidth {cfg.bandwidth}), "
         f"in normalised pixels. The verdict's noise: {noise.NORMALISATIONS[NOISE_DECIDES]} ({size[NOISE_DECIDES]}); "
         f"the variant's, reported beside: {noise.NORMALISATIONS[NOISE_VARIANT]} ({size[NOISE_VARIANT]}). The official "
-        "noise's energy is 1 frequency's at 0 and 31 to 56 at the outer rings of a 16 x 16 image; it runs on our "
+        "noise's energy grows with a ring's frequencies: 1 at 0, 31 to 56 at the outer rings of the cluttered digits' "
+        "16 x 16 images (more on larger ones); it runs on our "
         "rings (the official mask, cut by int() and half a bin off-centre, holds slightly different frequencies: "
         "none at 0). Equal energy per band compares the models' sensitivity to a frequency, not to a larger "
         "perturbation.")
@@ -902,12 +903,12 @@ PAPER = Paper(
             seeds=("real.seeds",),
             statement=("Low frequencies inform MSAs, high frequencies convolutions: the ViT reads its labels more from "
                        "an image's low frequencies than the CNN does, and in a cue conflict it follows the low-pass "
-                       "digit more often. Unlike PK-5, which adds noise in one band (what a model is sensitive to), "
+                       "image more often. Unlike PK-5, which adds noise in one band (what a model is sensitive to), "
                        "this takes bands away and sets them against each other (what it reads its label from)."),
             metric=("per model and seed, mean over the cutoffs: the share of its clean test accuracy kept on "
                     "low-passed images minus that kept on high-passed ones, and, on cue conflicts (low-pass of one "
-                    "test digit plus high-pass of another of a different class), the share read as the low-pass "
-                    "digit among those read as either; the ViT minus the CNN seed by seed; the control, the CNN "
+                    "test image plus high-pass of another of a different class), the share read as the low-pass "
+                    "image's class among those read as either class; the ViT minus the CNN seed by seed; the control, the CNN "
                     "trained on low-passed images, at its own cutoff"),
             criteria=(Criterion("vit_minus_cnn_low_reliance", ">", 0.0,
                                 ("paper: [PK22] (seed summary): 'low-frequency signals and high-frequency signals are "
@@ -919,10 +920,10 @@ PAPER = Paper(
                                 PAIRED, group="seeds")),
             conditions=(Criterion("control_low_cue_share", ">", 0.5,
                                   ("ours: the positive control: a CNN trained on low-passed images has only the low "
-                                   "cue to learn, and must follow it in most conflicts it reads as either digit"),
+                                   "cue to learn, and must follow it in most conflicts it reads as either image's class"),
                                   MEAN, bounds=(0.0, 1.0)),
                         Criterion("least_cue_decided_over_chance", ">=", 2.0,
-                                  ("ours: both models read at least twice as many conflicts as either digit as "
+                                  ("ours: both models read at least twice as many conflicts as either image's class as "
                                    "predictions at chance would (2 / classes), or the conflict says nothing"), MEAN)),
             evidence=(figure_path(figures.FREQUENCY), artifact("pk_frequency_table")),
             samples=_frequency_samples,
