@@ -36,9 +36,8 @@ import yaml
 from scipy import optimize, special
 
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, PREMISE_LABEL, Claim
-from vitheory.core.config import Section, as_dict, knob, leaves, set_value_at, value_at
+from vitheory.core.config import Section, as_dict, knob, set_value_at, value_at
 from vitheory.core.errors import ArtifactError, ParamsError
-from vitheory.core.paths import PRESETS
 from vitheory.reach import reached_claims
 
 SECTION = "atlas"  # read by `python -m vitheory.atlas`, by no stage of `dvc repro`
@@ -60,6 +59,8 @@ PRESET = "preset"  # a base's `preset=<name>`: every setting of presets/<name>.y
 def preset_settings(knob: str, name: Any) -> tuple[tuple[str, Any], ...]:
     """The settings of the preset `name` (presets/<name>.yaml) but the knob's own; ParamsError when there is
     no such preset."""
+    from vitheory.preset import PRESETS, leaves  # vitheory.preset reads params, which reads this module
+
     path = PRESETS / f"{name}.yaml"
     if not isinstance(name, str) or not path.is_file():
         raise ParamsError(f"{SECTION}.knobs.{knob}: {name!r} names no preset (presets/<name>.yaml): add the "

@@ -157,14 +157,6 @@ def value_at(tree: Any, key: str) -> Any:
     return node
 
 
-def leaves(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Every leaf of a nested mapping under its dotted key (`control.seeds`)."""
-    found = {}
-    for key, value in tree.items():
-        found |= leaves(value, f"{prefix}{key}.") if isinstance(value, Mapping) else {f"{prefix}{key}": value}
-    return found
-
-
 def set_value_at(tree: dict[str, Any], key: str, value: Any,
                  level: Callable[[], dict[str, Any]] = dict) -> dict[str, Any]:
     """Set the dotted `key` of nested mappings to `value` in place, a missing level made by `level` (a

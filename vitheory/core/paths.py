@@ -20,7 +20,6 @@ from vitheory.core.config import value_at
 
 ROOT = Path(__file__).resolve().parents[2]
 DVC_YAML = ROOT / "dvc.yaml"
-PRESETS = ROOT / "presets"  # a preset: a YAML file of overrides of params.yaml (vitheory.preset)
 _REFERENCE = re.compile(r"\$\{([\w.]+)\}")
 
 
