@@ -60,8 +60,8 @@ from vitheory.core.errors import ArtifactError, ParamsError, VitheoryError
 from vitheory.core.figures import save_png, set_theme
 from vitheory.core.paths import artifact
 from vitheory.core.rederive import Problem
-from vitheory.grid import (COLUMNS, NOT_MEASURED, Point, knob_value, line_key, line_order, numeric, points, reached_lines,
-                           read_atlas, threshold_of, value_text)
+from vitheory.grid import (COLUMNS, NOT_MEASURED, Point, knob_value, line_key, line_order, numeric, points,
+                           reached_lines, read_atlas, threshold_of, value_text)
 from vitheory.params import DEFAULT_PATH, parse_params
 from vitheory.params import grid_points as checked_points
 from vitheory.measured import duration
@@ -134,7 +134,7 @@ def not_run(raw: Mapping[str, Any], rows: Sequence[Mapping[str, str]], seconds: 
             left.setdefault(point.knob, []).append(point)
     return {knob: (f"not run at {', '.join(value_text(point.value) for point in left_out)}: "
                    + ("each point " if len(left_out) > 1 else "")
-                   + f"{point_cost(max(left_out, key=lambda point: len(point.settings)), seconds)}; "
+                   + f"{point_cost(left_out[0], seconds)}; "  # a line's points set the same keys
                    "`python -m vitheory.atlas queue` queues it") for knob, left_out in left.items()}
 
 
@@ -206,7 +206,8 @@ def read_points(root: Path, grid_points: Sequence[Point], done: Mapping[str, str
                                   f"`dvc exp remove {point.name}` and queue it again")
         found[point] = json.loads(git_file(root, rev, artifact("claims")))["claims"]
         write_json(root / artifact("atlas_points") / f"{point.name}.json",
-                   {"point": point.name, "knob": point.knob, "value": point.value, "experiment": rev,
+                   {"point": point.name, "knob": point.knob, "value": point.value, "settings": dict(point.settings),
+                    "experiment": rev,
                     "default_run": default_run, "params": ran_with, "claims": found[point]})
     return found
 
