@@ -548,7 +548,7 @@ def test_a_value_that_names_a_preset_brings_its_settings_and_one_that_names_none
     with pytest.raises(ParamsError, match="atlas.knobs.images.dataset: 'digits' names no preset"):
         grid_points(raw)
     raw["atlas"]["presets"] = ["images.canvas"]
-    with pytest.raises(ParamsError, match="atlas.presets: images.canvas is not a knob of atlas.knobs"):
+    with pytest.raises(ParamsError, match="atlas.knobs.images.canvas is not a params key"):
         grid_points(raw)
 
 

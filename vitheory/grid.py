@@ -182,9 +182,8 @@ def points(grid: AtlasParams, raw: Mapping[str, Any]) -> list[Point]:
         found += [Point(line, value, tuple((name, value_text(setting)) for name, setting in preset_settings(key, value))
                         if line in grid.presets else ())
                   for value in values if base or value != default]
-    for line in grid.presets:
-        if line not in grid.knobs:
-            raise ParamsError(f"{SECTION}.presets: {line} is not a knob of {SECTION}.knobs")
+    for key in grid.presets:  # a knob not in the grid now may be again: only a key that is none is refused
+        knob_value(raw, key)
     names = [point.name for point in found]
     for point in found:
         if names.count(point.name) > 1:
