@@ -524,7 +524,6 @@ def test_a_line_around_another_point_sets_its_base_then_each_value_and_reaches_w
 
 @pytest.mark.parametrize(("knobs", "message"), [
     ({"spatial.vit.pos_dim @ spatial.vit.pos_dim=64": [32]}, "its base sets the knob itself"),
-    ({"spatial.vit.pos_dim @ generate.spatial.n_patches=64": [32]}, "its base is the default point"),
     ({"spatial.vit.pos_dim @ generate.spatial.n_patches": [32]}, "its base 'generate.spatial.n_patches' is not "
                                                                  "key=value"),
     ({"spatial.vit.pos_dim @ generate.spatial.patches=100": [32]}, "generate.spatial.patches is not a params key"),

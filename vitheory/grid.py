@@ -38,6 +38,7 @@ from scipy import optimize, special
 from vitheory.core.claims import FAILS, HOLDS, INCONCLUSIVE, PREMISE_LABEL, Claim
 from vitheory.core.config import Section, as_dict, knob, set_value_at, value_at
 from vitheory.core.errors import ArtifactError, ParamsError
+from vitheory.overrides import preset_leaves
 from vitheory.reach import reached_claims
 
 SECTION = "atlas"  # read by `python -m vitheory.atlas`, by no stage of `dvc repro`
@@ -59,14 +60,11 @@ PRESET = "preset"  # a base's `preset=<name>`: every setting of presets/<name>.y
 def preset_settings(knob: str, name: Any) -> tuple[tuple[str, Any], ...]:
     """The settings of the preset `name` (presets/<name>.yaml) but the knob's own; ParamsError when there is
     no such preset."""
-    from vitheory.preset import PRESETS, leaves  # vitheory.preset reads params, which reads this module
-
-    path = PRESETS / f"{name}.yaml"
-    if not isinstance(name, str) or not path.is_file():
+    settings = preset_leaves(name) if isinstance(name, str) else None
+    if settings is None:
         raise ParamsError(f"{SECTION}.knobs.{knob}: {name!r} names no preset (presets/<name>.yaml): add the "
                           "preset or drop it")
-    return tuple((key, value) for key, value in leaves(yaml.safe_load(path.read_text()) or {}).items()
-                 if key != knob)
+    return tuple((key, value) for key, value in settings.items() if key != knob)
 
 
 def line_key(line: str) -> tuple[str, tuple[tuple[str, Any], ...]]:
@@ -174,8 +172,8 @@ def points(grid: AtlasParams, raw: Mapping[str, Any]) -> list[Point]:
         default = knob_value(raw, key)
         if key in (name for name, _ in base):
             raise ParamsError(f"{SECTION}.knobs.{line}: its base sets the knob itself: a base moves other keys")
-        if base and all(knob_value(raw, name) == value for name, value in base):
-            raise ParamsError(f"{SECTION}.knobs.{line}: its base is the default point: name the knob alone")
+        for name, _ in base:  # a base at the default (a preset's D) is a line like any other: each value a point
+            knob_value(raw, name)
         if base and line in grid.presets:
             raise ParamsError(f"{SECTION}.presets: {line} is a line around another point; a preset's value "
                               "brings its settings only on a knob's line at the default")

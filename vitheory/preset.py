@@ -33,18 +33,8 @@ from vitheory.core.config import set_value_at
 from vitheory.core.errors import ParamsError
 from vitheory.core.paths import artifact
 from vitheory.papers import PAPERS
+from vitheory.overrides import PRESETS, leaves
 from vitheory.params import DEFAULT_PATH, parse_params
-
-PRESETS = Path(__file__).resolve().parents[1] / "presets"
-
-
-def leaves(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Every leaf of a nested mapping under its dotted key (`control.seeds`)."""
-    found = {}
-    for key, value in tree.items():
-        found |= leaves(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
-    return found
-
 
 def merge(base: dict[str, Any], overrides: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """`base` with every leaf of `overrides` replaced; an override of an unknown key is an error."""
