@@ -3,6 +3,7 @@ planted verdicts, the table and figure from planted claims.json records, and the
 
 import json
 import math
+import re
 import subprocess
 
 import numpy as np
@@ -515,7 +516,7 @@ def test_a_line_around_another_point_sets_its_base_then_each_value_and_reaches_w
     assert queue_commands(found[:1], {})[0][4:8] == ["-S", "generate.spatial.n_patches=100", "-S",
                                                      "spatial.vit.pos_dim=32"]
     claims = {claim.id: claim for paper in PAPERS for claim in paper.claims}
-    reached = reached_lines([claims["JSL-1"], claims["LI-1"]], [D_P])
+    reached = reached_lines([claims["JSL-1"], claims["LI-1"]], {D_P: [32, 100, 128]})
     assert reached == {"JSL-1": {D_P}, "LI-1": set()}
     rows = [dict(zip(COLUMNS, map(str, row))) for row in atlas_rows(
         [_record("LI-X", HOLDS)], _raw({}), [D_P], {found[0]: [_record("LI-X", FAILS)]})]
@@ -532,6 +533,39 @@ def test_a_line_around_another_point_sets_its_base_then_each_value_and_reaches_w
 def test_a_bad_line_around_another_point_is_one_line_naming_it(knobs, message):
     with pytest.raises(ParamsError, match=message):
         grid_points(_raw(knobs))
+
+
+ALTERNET = "pk_train.alternet.blocks"
+
+
+def test_a_value_with_the_keys_that_move_with_it_sets_them_and_reaches_where_they_do():
+    """AlterNet's depth: its CNN of the same shape (real.models.cnn) and PK-13's model-end placement must move
+    with its blocks, or the point is not a valid params file; each value sets them with the knob, the line
+    reaches the claims any of them reaches (JSL-5 reads the CNN, not AlterNet), and a value whose settings
+    are all the default's is the default point."""
+    deeper = {"value": [2, 5], "with": {"real.models.cnn.blocks": [2, 5], "pk_buildup.model_end": [3, 4, 5, 6]}}
+    same = {"value": [2, 3], "with": {"real.models.cnn.blocks": [2, 3]}}
+    (point,) = grid_points(_raw({ALTERNET: [[2, 3], same, deeper]}))
+    assert point.value == [2, 5] and point.overrides == [
+        "real.models.cnn.blocks=[2, 5]", "pk_buildup.model_end=[3, 4, 5, 6]", "pk_train.alternet.blocks=[2, 5]"]
+    with pytest.raises(ParamsError, match=r"its point \[2, 5\] is not a valid params file: .*real.models.cnn.blocks"):
+        grid_points(_raw({ALTERNET: [[2, 5]]}))
+    claims = {claim.id: claim for paper in PAPERS for claim in paper.claims}
+    reached = reached_lines([claims["JSL-5"], claims["LI-1"]], {ALTERNET: [[2, 3], deeper]})
+    assert reached == {"JSL-5": {ALTERNET}, "LI-1": set()}
+    assert reached_lines([claims["JSL-5"]], {ALTERNET: [[2, 3]]}) == {"JSL-5": set()}
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ({"value": [2, 5]}, "is not a value nor {value: v, with: {key: value, ...}}"),
+    ({"value": [2, 5], "with": {}}, "is not a value nor"),
+    ({"value": [2, 5], "with": {ALTERNET: [2, 7]}}, f"with sets {ALTERNET}: it moves other keys"),
+    ({"value": [2, 5], "with": {"atlas.presets": []}}, "with sets atlas.presets"),
+    ({"value": [2, 5], "with": {"real.models.cnn.block": [2, 5]}}, "real.models.cnn.block is not a params key"),
+])
+def test_a_bad_value_with_keys_is_one_line_naming_the_knob(value, message):
+    with pytest.raises(ParamsError, match=f"atlas.knobs.{ALTERNET}.*" + re.escape(message)):
+        grid_points(_raw({ALTERNET: [value]}))
 
 
 def test_a_value_that_names_a_preset_brings_its_settings_and_one_that_names_none_is_refused():

@@ -331,16 +331,18 @@ def make_table(root: Path, rev: str = "HEAD", fewer: bool = False) -> list[str]:
     write_table(table, COLUMNS, rows)
     set_theme(params.render.context)
     save_png(atlas_figure(rows), root / artifact("atlas_figure"), params.render.dpi)
-    write_claim_figures(root, [dict(zip(COLUMNS, map(str, row))) for row in rows], list(params.atlas.knobs),
+    write_claim_figures(root, [dict(zip(COLUMNS, map(str, row))) for row in rows], params.atlas.knobs,
                         params.render.dpi)
     return [point.name for point in grid_points if point not in found and point not in failed_points]
 
 
-def write_claim_figures(root: Path, rows: Sequence[Mapping[str, str]], knobs: Sequence[str], dpi: int) -> None:
-    """reports/atlas/claims/<claim>.png for every claim a point of a knob that reaches it measured; the
-    folder holds nothing else (a claim no point measures any more loses its figure)."""
+def write_claim_figures(root: Path, rows: Sequence[Mapping[str, str]], grid: Mapping[str, Sequence[Any]],
+                        dpi: int) -> None:
+    """reports/atlas/claims/<claim>.png for every claim a point of a knob of `grid` (each to its values) that
+    reaches it measured; the folder holds nothing else (a claim no point measures any more loses its figure)."""
     folder = root / artifact("atlas_claim_figures")
-    reached = reached_lines((claim for paper in PAPERS for claim in paper.claims), knobs)
+    reached = reached_lines((claim for paper in PAPERS for claim in paper.claims), grid)
+    knobs = list(grid)
     made = set()
     for claim in dict.fromkeys(row["claim"] for row in rows):
         fig = claim_figure(rows, claim, [knob for knob in knobs if knob in reached.get(claim, ())])

@@ -6,7 +6,8 @@ grid is walked one knob at a time from the committed params (the default point):
 value that differs from the default, so that its cost grows with the number of values, not with their
 product. A grid key `key @ base` is the knob's line around another point (the base's settings, then
 each value, every value a point); a knob under `presets` sets, at each value, the preset that value names
-first (a source of images and its sizes). `vitheory.params.grid_points` checks every point as a whole params file (the pipeline does
+first (a source of images and its sizes); a value `{value: v, with: {key: value, ...}}` sets the keys that must
+move with the knob (AlterNet's blocks and the CNN it is compared with). `vitheory.params.grid_points` checks every point as a whole params file (the pipeline does
 not: an experiment's overrides never fail on a grid it does not run); `python -m vitheory.atlas` queues
 the points as DVC experiments and reads their claims back (`reports/atlas/atlas.csv`), and the report
 stage reads that table, when it has rows, for each claim's "where it holds" line.
@@ -55,6 +56,7 @@ class AtlasParams(Section):
 
 BASE = " @ "  # `spatial.vit.pos_dim @ generate.spatial.n_patches=100`: the knob's line around another point
 PRESET = "preset"  # a base's `preset=<name>`: every setting of presets/<name>.yaml
+WITH = "with"  # a value `{value: [2, 5], with: {real.models.cnn.blocks: [2, 5]}}`: keys that move with the knob
 
 
 def preset_settings(knob: str, name: Any) -> tuple[tuple[str, Any], ...]:
@@ -83,22 +85,41 @@ def line_key(line: str) -> tuple[str, tuple[tuple[str, Any], ...]]:
     return key, tuple(settings)
 
 
-def line_keys(line: str) -> list[str]:
-    """The params keys a grid key's points set: its knob and its base's keys."""
+def grid_value(line: str, entry: Any) -> tuple[Any, tuple[tuple[str, Any], ...]]:
+    """A grid value and the settings that move with it: `v` is (v, ()); `{value: v, with: {k: w}}` is
+    (v, ((k, w),)). ParamsError when a mapping is not of that shape or moves the knob or the atlas."""
+    if not isinstance(entry, Mapping):
+        return entry, ()
+    together = entry.get(WITH)
+    if set(entry) != {"value", WITH} or not isinstance(together, Mapping) or not together:
+        raise ParamsError(f"{SECTION}.knobs.{line}: {entry!r} is not a value nor {{value: v, {WITH}: {{key: value, "
+                          "...}}}: the keys that move with the knob")
+    key = line_key(line)[0]
+    for name in together:
+        if name == key or name == SECTION or str(name).startswith(f"{SECTION}."):
+            raise ParamsError(f"{SECTION}.knobs.{line}: {WITH} sets {name}: it moves other keys, not the knob or "
+                              "the atlas")
+    return entry["value"], tuple(together.items())
+
+
+def line_keys(line: str, values: Iterable[Any] = ()) -> list[str]:
+    """The params keys a grid key's points set: its knob, its base's keys and those its `values` move with it."""
     key, base = line_key(line)
-    return [key, *(name for name, _ in base)]
+    moved = dict.fromkeys(name for entry in values for name, _ in grid_value(line, entry)[1])
+    return [key, *(name for name, _ in base), *moved]
 
 
-def reached_lines(claims: Iterable[Claim], knobs: Iterable[str]) -> dict[str, set[str]]:
-    """Each claim's id -> the grid's keys that reach one of its stages (one of the keys it sets does)."""
-    return reached_claims(claims, {knob: line_keys(knob) for knob in knobs})
+def reached_lines(claims: Iterable[Claim], grid: Mapping[str, Sequence[Any]]) -> dict[str, set[str]]:
+    """Each claim's id -> the grid's keys (to their values) that reach one of its stages (one of the keys its
+    points set does)."""
+    return reached_claims(claims, {line: line_keys(line, values) for line, values in grid.items()})
 
 
 @dataclass(frozen=True)
 class Point:
     """One experiment of the atlas: the default params with one knob set to one value, on a line around
-    another point (`knob` holds its base) after the base's settings, and after `brought`, the settings of
-    the preset a value brings (AtlasParams.presets)."""
+    another point (`knob` holds its base) after the base's settings, and after `brought`, the settings the
+    value brings: the preset it names (AtlasParams.presets) or the keys that move with it (`with`)."""
 
     knob: str  # the grid's key: the table's column `knob`
     value: Any
@@ -177,9 +198,11 @@ def points(grid: AtlasParams, raw: Mapping[str, Any]) -> list[Point]:
         if base and line in grid.presets:
             raise ParamsError(f"{SECTION}.presets: {line} is a line around another point; a preset's value "
                               "brings its settings only on a knob's line at the default")
-        found += [Point(line, value, tuple((name, value_text(setting)) for name, setting in preset_settings(key, value))
-                        if line in grid.presets else ())
-                  for value in values if base or value != default]
+        for entry in values:
+            value, together = grid_value(line, entry)
+            brought = (*(preset_settings(key, value) if line in grid.presets else ()), *together)
+            if base or value != default or any(knob_value(raw, name) != setting for name, setting in together):
+                found.append(Point(line, value, tuple((name, value_text(setting)) for name, setting in brought)))
     for key in grid.presets:  # a knob not in the grid now may be again: only a key that is none is refused
         knob_value(raw, key)
     names = [point.name for point in found]
