@@ -11,12 +11,15 @@ from conftest import ROOT
 from vitheory.core.errors import ParamsError, VitheoryError
 from vitheory.preview import main, preview
 
-STAGES = {"stages": {
+STAGES = {"stages": {  # check_params as the pipeline has it: every key, an output that never changes, read by all
+    "check_params": {"cmd": "python -c \"open('check.txt', 'w').write('ok')\"", "params": ["real", "render"],
+                     "outs": ["check.txt"]},
     "seeds": {"cmd": "python -c \"open('seeds.txt', 'w').write('s')\"", "params": ["real.seeds"],
-              "outs": ["seeds.txt"]},
+              "deps": ["check.txt"], "outs": ["seeds.txt"]},
     "after": {"cmd": "python -c \"open('after.txt', 'w').write(open('seeds.txt').read())\"", "deps": ["seeds.txt"],
               "outs": ["after.txt"]},
-    "dpi": {"cmd": "python -c \"open('dpi.txt', 'w').write('d')\"", "params": ["render.dpi"], "outs": ["dpi.txt"]},
+    "dpi": {"cmd": "python -c \"open('dpi.txt', 'w').write('d')\"", "params": ["render.dpi"], "deps": ["check.txt"],
+            "outs": ["dpi.txt"]},
 }}
 
 
@@ -26,7 +29,7 @@ def _run(root, *command):
 
 @pytest.fixture
 def built(tmp_path):
-    """A repository of three stages on the project's params.yaml, every stage run."""
+    """A repository of four stages (check_params first) on the project's params.yaml, every stage run."""
     _run(tmp_path, "git", "init", "-q")
     _run(tmp_path, sys.executable, "-m", "dvc", "init", "-q")
     (tmp_path / "params.yaml").write_bytes((ROOT / "params.yaml").read_bytes())
@@ -37,14 +40,14 @@ def built(tmp_path):
 
 def test_a_change_names_the_stages_that_list_it_and_those_after_them(built):
     before = (built / "params.yaml").read_bytes()
-    assert preview(built, ["real.seeds=8"]) == (["seeds", "after"], [])
-    assert preview(built, ["render.dpi=100"]) == (["dpi"], [])
+    assert preview(built, ["real.seeds=8"]) == (["check_params", "seeds", "after"], [])
+    assert preview(built, ["render.dpi=100"]) == (["check_params", "dpi"], [])
     assert (built / "params.yaml").read_bytes() == before
 
 
 def test_a_stage_not_built_here_is_named_apart_from_what_the_change_reruns(built):
     (built / "dpi.txt").unlink()
-    assert preview(built, ["real.seeds=8"]) == (["seeds", "after"], ["dpi"])
+    assert preview(built, ["real.seeds=8"]) == (["check_params", "seeds", "after"], ["dpi"])
 
 
 @pytest.mark.parametrize(("override", "error", "message"), [

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from vitheory.core.errors import VitheoryError
 from vitheory.params import DEFAULT_PATH, load_params
+from vitheory.pipeline import CHECK_STAGE
 
 RUNNING = re.compile(r"^Running stage '([^']+)'", re.MULTILINE)
 
@@ -34,14 +35,16 @@ def stages_to_run(root: Path) -> set[str]:
 
 
 def with_dependents(root: Path, names: set[str]) -> list[str]:
-    """`names` and every stage that depends on one of them, in the order `dvc repro` runs them."""
+    """`names` and every stage that depends on one of them, in the order `dvc repro` runs them; none through
+    check_params, which lists every key but whose output never changes (every stage reads it)."""
     import networkx as nx
     from dvc.repo import Repo
 
     with Repo(str(root)) as repo:
         graph = repo.index.graph  # an edge from each stage to the stage whose output it reads
         picked = {stage for stage in graph if stage.name in names}
-        picked |= {dependent for stage in set(picked) for dependent in nx.ancestors(graph, stage)}
+        picked |= {dependent for stage in set(picked) if stage.name != CHECK_STAGE
+                   for dependent in nx.ancestors(graph, stage)}
         return [stage.name for stage in reversed(list(nx.topological_sort(graph))) if stage in picked]
 
 
