@@ -13,7 +13,7 @@ from vitheory.preview import main, preview
 
 STAGES = {"stages": {  # check_params as the pipeline has it: every key, an output that never changes, read by all
     "check_params": {"cmd": "python -c \"open('check.txt', 'w').write('ok')\"", "params": ["real", "render"],
-                     "outs": ["check.txt"]},
+                     "outs": ["check.txt"], "meta": {"constant_output": True}},
     "seeds": {"cmd": "python -c \"open('seeds.txt', 'w').write('s')\"", "params": ["real.seeds"],
               "deps": ["check.txt"], "outs": ["seeds.txt"]},
     "after": {"cmd": "python -c \"open('after.txt', 'w').write(open('seeds.txt').read())\"", "deps": ["seeds.txt"],
@@ -43,6 +43,14 @@ def test_a_change_names_the_stages_that_list_it_and_those_after_them(built):
     assert preview(built, ["real.seeds=8"]) == (["check_params", "seeds", "after"], [])
     assert preview(built, ["render.dpi=100"]) == (["check_params", "dpi"], [])
     assert (built / "params.yaml").read_bytes() == before
+
+
+def test_only_a_stage_marked_constant_stops_what_a_change_reruns(built):
+    unmarked = yaml.safe_load((built / "dvc.yaml").read_text())
+    del unmarked["stages"]["check_params"]["meta"]
+    (built / "dvc.yaml").write_text(yaml.safe_dump(unmarked))
+    rerun, already = preview(built, ["real.seeds=8"])
+    assert set(rerun) == {"check_params", "seeds", "after", "dpi"} and already == []  # dpi: through the check
 
 
 def test_a_stage_not_built_here_is_named_apart_from_what_the_change_reruns(built):

@@ -6,9 +6,10 @@ grid is walked one knob at a time from the committed params (the default point):
 value that differs from the default, so that its cost grows with the number of values, not with their
 product. A grid key `key @ base` is the knob's line around another point (the base's settings, then
 each value, every value a point); a knob under `presets` sets, at each value, the preset that value names
-first (a source of images and its sizes); a value `{value: v, with: {key: value, ...}}` sets the keys that must
-move with the knob (AlterNet's blocks and the CNN it is compared with). `vitheory.params.grid_points` checks every point as a whole params file (the pipeline does
-not: an experiment's overrides never fail on a grid it does not run); `python -m vitheory.atlas` queues
+first (a source of images and its sizes); a value `{value: v, with: {key: value, ...}}` sets the keys that
+must move with the knob (AlterNet's blocks and the CNN it is compared with). `vitheory.params.grid_points`
+checks every point as a whole params file (the pipeline does not: an experiment's overrides never fail on a
+grid it does not run); `python -m vitheory.atlas` queues
 the points as DVC experiments and reads their claims back (`reports/atlas/atlas.csv`), and the report
 stage reads that table, when it has rows, for each claim's "where it holds" line.
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import functools
 import json
 import math
 import re
@@ -125,7 +127,7 @@ class Point:
     value: Any
     brought: tuple[tuple[str, str], ...] = ()  # (params key, its value as JSON): a point is hashable
 
-    @property
+    @functools.cached_property  # the line's base is parsed once per point (a preset base reads its file)
     def settings(self) -> tuple[tuple[str, Any], ...]:
         """Every (params key, value) the point sets, in the order they are set."""
         key, base = line_key(self.knob)
@@ -135,7 +137,7 @@ class Point:
     def name(self) -> str:
         """The experiment's name, a valid git ref name: `atlas-<grid key>-<value>`."""
         shown = self.value if isinstance(self.value, str) else value_text(self.value)  # a name without quotes
-        return "atlas-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{self.knob}-{shown}").strip("_.")
+        return "atlas-" + "-".join(re.sub(r"[^A-Za-z0-9_.-]+", "_", part).strip("_.") for part in (self.knob, shown))
 
     @property
     def overrides(self) -> list[str]:

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from vitheory.core.errors import VitheoryError
 from vitheory.params import DEFAULT_PATH, load_params
-from vitheory.pipeline import CHECK_STAGE
 
 RUNNING = re.compile(r"^Running stage '([^']+)'", re.MULTILINE)
+CONSTANT = "constant_output"  # dvc.yaml `meta: {constant_output: true}`: a stage a change reruns, its output the same
 
 
 def stages_to_run(root: Path) -> set[str]:
@@ -35,15 +35,16 @@ def stages_to_run(root: Path) -> set[str]:
 
 
 def with_dependents(root: Path, names: set[str]) -> list[str]:
-    """`names` and every stage that depends on one of them, in the order `dvc repro` runs them; none through
-    check_params, which lists every key but whose output never changes (every stage reads it)."""
+    """`names` and every stage that depends on one of them, in the order `dvc repro` runs them; none through a
+    stage marked `meta: {constant_output: true}` in dvc.yaml (check_params: it lists every key, every stage
+    reads its output, and that output never changes)."""
     import networkx as nx
     from dvc.repo import Repo
 
     with Repo(str(root)) as repo:
         graph = repo.index.graph  # an edge from each stage to the stage whose output it reads
         picked = {stage for stage in graph if stage.name in names}
-        picked |= {dependent for stage in set(picked) if stage.name != CHECK_STAGE
+        picked |= {dependent for stage in set(picked) if not (stage.meta or {}).get(CONSTANT)
                    for dependent in nx.ancestors(graph, stage)}
         return [stage.name for stage in reversed(list(nx.topological_sort(graph))) if stage in picked]
 
