@@ -141,7 +141,7 @@ def _rows(value_n_mins, control_n_mins, sigmas=(0.0, 1.0, 2.0), shares=(0.5, 1.0
 def _samples(rows):
     def units(rule):
         mine = [r for r in rows if r["rule"] == rule]
-        return [[r for r in mine if r["seed"] == s] for s in sorted({r["seed"] for r in mine})]
+        return [phase_module.SeedRuns([r for r in mine if r["seed"] == s], "level") for s in sorted({r["seed"] for r in mine})]
     return {"value": units(VALUE), "control": units(TRAINED),
             SETTINGS_GROUP: [{"success_rate": 0.5, "reference_test_error": 0.0}]}
 

@@ -6,16 +6,18 @@ import torch
 import yaml
 from conftest import ROOT
 
+from vitheory.core.errors import ArtifactError
 from vitheory.li23 import phase
 from vitheory.li23.phase import (
     Cell,
+    SeedRuns,
     fit_exponent,
-    mean_steps,
     n_min,
+    n_min_scaling,
     run_chunk,
     run_grid,
     run_grids,
-    success_rates,
+    steps_scaling,
     summarize,
 )
 
@@ -38,8 +40,18 @@ def test_fit_exponent_recovers_a_power_law_and_keeps_censored_values_at_the_ceil
 
 
 def test_a_seed_that_never_reaches_zero_test_error_counts_at_the_budget():
-    rows = [{"alpha_star": 0.5, "n_train": 8, "steps_to_zero_test_error": steps} for steps in (10, 30, -1)]
-    assert mean_steps(rows, budget=200) == {0.5: pytest.approx((10 + 30 + 200) / 3)}  # not (10 + 30) / 2
+    units = [SeedRuns([{"alpha_star": 0.5, "n_train": 8, "seed": seed, "success": 1, "steps_to_zero_test_error": steps}])
+             for seed, steps in enumerate((10, 30, -1))]
+    assert steps_scaling(units, budget=200)[0] == {0.5: pytest.approx((10 + 30 + 200) / 3)}  # not (10 + 30) / 2
+
+
+def test_a_seed_whose_runs_miss_a_cell_or_another_grid_is_refused_in_one_line():
+    row = {"alpha_star": 0.5, "n_train": 8, "seed": 0, "success": 1, "steps_to_zero_test_error": 3}
+    missing = SeedRuns([row, dict(row, alpha_star=0.25, n_train=4)])  # neither (0.5, 4) nor (0.25, 8) ran
+    with pytest.raises(ArtifactError, match=r"seed 0's runs are not one per cell of alpha_star"):
+        n_min_scaling([missing], 0.5)
+    with pytest.raises(ArtifactError, match="cover 2 different grids"):
+        n_min_scaling([SeedRuns([row]), SeedRuns([dict(row, n_train=16)])], 0.5)
 
 
 def _rows(n_min_by_alpha, seeds=4, grid=(2, 4, 8, 16, 32, 64)):
@@ -58,7 +70,6 @@ def test_summary_of_an_exact_inverse_square_law():
     assert summary["n_min_exponent"] == pytest.approx(2.0)
     assert not any("ci" in key for key in summary)  # the intervals are the claims' alone
     assert summary["steps_exponent"] == pytest.approx(1.0, abs=0.01)
-    assert success_rates(rows)[0.25] == {2: 0.0, 4: 0.0, 8: 0.0, 16: 1.0, 32: 1.0, 64: 1.0}
 
 
 @pytest.fixture(scope="module")

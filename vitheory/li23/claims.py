@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from vitheory.core.artifacts import read_json, read_table
 from vitheory.core.claims import REAL, SYNTHETIC, Claim, Criterion, Paper, Variant
@@ -16,7 +19,7 @@ from vitheory.core.paths import artifact
 from vitheory.core.units import seed_units, split
 from vitheory.images.params import training_regime
 from vitheory.li23 import figures, initial_error, noise_sweep, sparsify, token_keeping
-from vitheory.li23.phase import CENSORED_AT, n_min, n_mins_over, read_runs, scaling, success_rates
+from vitheory.li23.phase import CENSORED_AT, SeedRuns, n_min_scaling, pooled_n_mins, read_runs, shared_grid, steps_scaling
 
 
 def _confusion(data: Any) -> str:
@@ -49,7 +52,7 @@ def _phase_samples(grid: str) -> Callable[[Path], Samples]:
         """Units: each seed's runs of the grid, per model; the success-rate threshold and the step budget
         (where a step count is censored) as settings."""
         fits = read_json(root / artifact("phase_metrics"))
-        return {model: seed_units(read_runs(grid, model, root)) for model in ("vit", "cnn")} | {
+        return {model: seed_units(read_runs(grid, model, root), SeedRuns) for model in ("vit", "cnn")} | {
             SETTINGS_GROUP: [{"success_rate": fits["success_rate_threshold"], "step_budget": fits["step_budget"]}]}
     return samples
 
@@ -69,11 +72,11 @@ def _falls(by_alpha: dict[float, float | None]) -> bool:
 
 def _li1_statistics(samples: Samples) -> Measured:
     settings = samples[SETTINGS_GROUP][0]
-    vit_n_mins, _, vit_exponent, _ = scaling(samples["vit"], settings["success_rate"], settings["step_budget"])
-    cnn_n_mins, _, cnn_exponent, _ = scaling(samples["cnn"], settings["success_rate"], settings["step_budget"])
+    vit_n_mins, vit_exponent = n_min_scaling(samples["vit"], settings["success_rate"])
+    cnn_n_mins, cnn_exponent = n_min_scaling(samples["cnn"], settings["success_rate"])
     smallest = min(vit_n_mins)
     vit_at, cnn_at = vit_n_mins[smallest], cnn_n_mins[smallest]
-    floor = min(row["n_train"] for unit in samples["vit"] for row in unit)
+    floor = shared_grid(samples["vit"])[1][0]
     return {
         # the transition lies inside the grid at every alpha*: N_min reached, and above the smallest N
         "vit_grid_brackets_transition": float(all(n is not None and n > floor for n in vit_n_mins.values())),
@@ -91,20 +94,15 @@ def _li1_statistics(samples: Samples) -> Measured:
 
 
 def _li2_statistics(samples: Samples) -> Measured:
-    threshold, budget = samples[SETTINGS_GROUP][0]["success_rate"], samples[SETTINGS_GROUP][0]["step_budget"]
-    largest = max(row["n_train"] for unit in samples["vit"] for row in unit)
-    reached: dict[float, list[bool]] = {}
-    for unit in samples["vit"]:
-        for row in unit:
-            if row["n_train"] == largest:
-                reached.setdefault(row["alpha_star"], []).append(row["steps_to_zero_test_error"] >= 0)
-    _, steps, _, exponent = scaling(samples["vit"], threshold, budget)
+    budget = samples[SETTINGS_GROUP][0]["step_budget"]
+    steps, exponent = steps_scaling(samples["vit"], budget)
+    reached = np.array([unit.steps >= 0 for unit in samples["vit"]])  # seed x alpha*, at the largest N
     return {"vit_steps_fall_as_alpha_grows": float(_falls(steps)),
             "vit_steps_exponent": exponent,
-            "cnn_steps_exponent": scaling(samples["cnn"], threshold, budget)[3],
+            "cnn_steps_exponent": steps_scaling(samples["cnn"], budget)[1],
             # a seed that never reaches zero test error counts at the step budget (a lower bound): most must
             # reach it, or the means say more about the budget than about alpha*
-            "vit_least_share_reaching_zero_test_error": min(statistics.mean(r) for r in reached.values())}
+            "vit_least_share_reaching_zero_test_error": statistics.mean(reached[:, reached.sum(axis=0).argmin()].tolist())}
 
 
 def _noise_setting(params: Any) -> str:
@@ -120,13 +118,8 @@ def _noise_samples(root: Path) -> Samples:
     success-rate threshold of N_min (phase_fit's) as a setting."""
     rows = read_table(root / artifact("noise_sweep_runs"), noise_sweep.COLUMNS)
     fits = read_json(root / artifact("phase_metrics"))
-    return {"seeds": seed_units(rows), SETTINGS_GROUP: [{"success_rate": fits["success_rate_threshold"]}]}
-
-
-def _seed_n_mins(unit: list[dict], threshold: float, column: str = "noise_radius") -> dict[float, int | None]:
-    """One seed's N_min per value of `column` (a noise radius, an initial-error level), as LI-1 reads it over
-    alpha* (None: never reached in the grid)."""
-    return n_mins_over(unit, column, threshold)
+    return {"seeds": seed_units(rows, functools.partial(SeedRuns, column="noise_radius")),
+            SETTINGS_GROUP: [{"success_rate": fits["success_rate_threshold"]}]}
 
 
 def _mean_log_ratio(seeds: list[dict[float, int | None]], high: float, low: float, largest: int) -> float:
@@ -146,11 +139,10 @@ def _li6_statistics(samples: Samples) -> Measured:
     seeds decides); the middle radius and the pooled N_min (LI-1's, at the success-rate threshold over
     seeds) described."""
     threshold = samples[SETTINGS_GROUP][0]["success_rate"]
-    rows = [dict(row, alpha_star=row["noise_radius"]) for unit in samples["seeds"] for row in unit]  # pooled over seeds
-    nmins = {tau: n_min(rates, threshold) for tau, rates in success_rates(rows).items()}
+    nmins = pooled_n_mins(samples["seeds"], threshold)
     taus = sorted(nmins)
-    floor, largest = min(row["n_train"] for row in rows), max(row["n_train"] for row in rows)
-    seeds = [_seed_n_mins(unit, threshold) for unit in samples["seeds"]]
+    _, (floor, *_, largest) = shared_grid(samples["seeds"])
+    seeds = [unit.n_mins(threshold) for unit in samples["seeds"]]
     return {"log_n_min_largest_over_smallest_noise": _mean_log_ratio(seeds, taus[-1], taus[0], largest),
             **{f"log_n_min_{tau:g}_over_smallest_noise": _mean_log_ratio(seeds, tau, taus[0], largest)
                for tau in taus[1:-1]},
@@ -179,8 +171,9 @@ def _init_error_samples(root: Path) -> Samples:
     rows = read_table(root / artifact("init_error_runs"), initial_error.COLUMNS)
     record = read_json(root / artifact("init_error_metrics"))
     by_rule = split(rows, "rule")
-    return {"value": seed_units(by_rule.get(initial_error.VALUE, [])),
-            "control": seed_units(by_rule.get(initial_error.TRAINED, [])),
+    by_level = functools.partial(SeedRuns, column="level")
+    return {"value": seed_units(by_rule.get(initial_error.VALUE, []), by_level),
+            "control": seed_units(by_rule.get(initial_error.TRAINED, []), by_level),
             SETTINGS_GROUP: [{"success_rate": record["success_rate_threshold"],
                               "reference_test_error": statistics.mean(record["reference"]["test_error"])}]}
 
@@ -195,17 +188,15 @@ def _li7_statistics(samples: Samples) -> Measured:
     threshold = settings["success_rate"]
     measured: Measured = {"reference_test_error": settings["reference_test_error"]}
     for group, prefix, level in (("value", "", "error"), ("control", "control_", "share")):
-        rows = [row for unit in samples[group] for row in unit]  # pooled over seeds
-        largest = max(row["n_train"] for row in rows)
-        seeds = [_seed_n_mins(unit, threshold, "level") for unit in samples[group]]
+        _, (floor, *_, largest) = shared_grid(samples[group])
+        seeds = [unit.n_mins(threshold) for unit in samples[group]]
         levels = sorted(seeds[0])
         measured[f"{prefix}log_n_min_largest_over_smallest_{level}"] = _mean_log_ratio(
             seeds, levels[-1], levels[0], largest)
         measured[f"{prefix}seeds_n_min_larger_at_largest_{level}"] = statistics.mean(
             float(_ordered(seed[levels[-1]]) > _ordered(seed[levels[0]])) for seed in seeds)
         if group == "value":
-            nmins = n_mins_over(rows, "level", threshold)
-            floor = min(row["n_train"] for row in rows)
+            nmins = pooled_n_mins(samples[group], threshold)
             measured |= {**{f"log_n_min_{sigma:g}_over_smallest_error": _mean_log_ratio(seeds, sigma, levels[0], largest)
                             for sigma in levels[1:-1]},
                          # the smallest sigma's N_min above the grid's floor: else the grid sets that end

@@ -34,9 +34,10 @@ from torch import nn
 from vitheory.core.config import FRACTION, NON_NEGATIVE, Rule, Section, Violation, at_least, knob
 from vitheory.core.device import orthonormal_rows, seeded
 from vitheory.core.ensemble import Ensemble, Stacked, loss_and_error, train_ensemble
+from vitheory.core.units import seed_units
 from vitheory.li23.models import builder
 from vitheory.li23.params import GridParams, cell_tokens, sweep_alpha
-from vitheory.li23.phase import COLUMNS as PHASE_COLUMNS, Start, n_mins_over, run_grid, sgd_recipe
+from vitheory.li23.phase import COLUMNS as PHASE_COLUMNS, SeedRuns, Start, run_grid, sgd_recipe
 from vitheory.li23.tokens import generate
 
 VALUE, TRAINED = "value_error", "towards_trained"  # the rule, and the positive control's
@@ -174,8 +175,7 @@ def summarize(rows: list[dict], threshold: float) -> dict:
     out: dict[str, dict[str, list[int]]] = {}
     for rule in RULES:
         mine = [row for row in rows if row["rule"] == rule]
-        per_seed = [n_mins_over([row for row in mine if row["seed"] == seed], "level", threshold)
-                    for seed in sorted({row["seed"] for row in mine})]
+        per_seed = [unit.n_mins(threshold) for unit in seed_units(mine, partial(SeedRuns, column="level"))]
         out[rule] = {f"{level:g}": [-1 if seed[level] is None else seed[level] for seed in per_seed]
                      for level in sorted({row["level"] for row in mine})}
     return out

@@ -12,10 +12,11 @@ exponents are read over the grid's other alpha* (the loader keeps at least three
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -25,9 +26,11 @@ from tqdm import tqdm
 
 from vitheory.core.artifacts import read_table
 from vitheory.core.device import seeded
+from vitheory.core.errors import ArtifactError
 from vitheory.core.ensemble import Ensemble, EnsembleRecipe, Stacked, chunk_plan, loss_and_error, train_ensemble
 from vitheory.core.paths import artifact, runs
 from vitheory.core.processes import worker_pool
+from vitheory.core.units import seed_units
 from vitheory.li23.models import builder
 from vitheory.li23.params import CNNRecipe, GridParams, PhaseParams, ViTRecipe, cell_tokens
 from vitheory.li23.tokens import generate
@@ -146,17 +149,6 @@ def read_runs(grid: str, model: str, root: Path = Path(".")) -> list[dict]:
     return read_table(root / runs_path(grid, model), COLUMNS)
 
 
-def success_rates(rows: Sequence[dict]) -> dict[float, dict[int, float]]:
-    """alpha* -> N -> share of the runs (one per seed) with success."""
-    by_cell: dict[tuple[float, int], list[int]] = {}
-    for r in rows:
-        by_cell.setdefault((r["alpha_star"], r["n_train"]), []).append(r["success"])
-    rates: dict[float, dict[int, float]] = {}
-    for (alpha, n), outcomes in sorted(by_cell.items()):
-        rates.setdefault(alpha, {})[n] = sum(outcomes) / len(outcomes)  # np.mean: 10x slower on a short list
-    return rates
-
-
 def n_min(rates_over_n: dict[int, float], threshold: float) -> int | None:
     """Smallest N from which on every larger N in the grid succeeds at rate >= threshold; None when
     even the largest N does not (the cell is censored: more samples than the grid holds)."""
@@ -171,63 +163,119 @@ def n_min(rates_over_n: dict[int, float], threshold: float) -> int | None:
 CENSORED_AT = 2  # a seed's N_min never reached in the grid counts at this many times the grid's largest N (LI-6, LI-7)
 
 
-def n_mins_over(rows: Sequence[dict], column: str, threshold: float) -> dict[float, int | None]:
-    """N_min per value of `column`, as LI-1 reads it over alpha*: over the noise radius (LI-6), over an
-    initial-error level (LI-7). One seed's rows give that seed's N_min (its success rate is 0 or 1)."""
-    relabelled = [dict(row, alpha_star=row[column]) for row in rows]
-    return {value: n_min(rates, threshold) for value, rates in success_rates(relabelled).items()}
-
-
 def fit_exponent(inverse_alpha: Sequence[float], values: Sequence[float | None], ceiling: float) -> float | None:
     """Slope of log(value) against log(1/alpha*) by least squares. A censored value (None: not reached
     inside the grid, so larger than its `ceiling`) enters at the ceiling, not dropped: raising it could
     only steepen the slope where it lies right of the points' mean 1/alpha*, as censoring at small
     alpha* does, so the fit is then a lower bound (the claims report how many values were censored)."""
-    points = [(math.log(x), math.log(ceiling if v is None else v)) for x, v in zip(inverse_alpha, values)]
+    return _slope(tuple((math.log(x), math.log(ceiling if v is None else v)) for x, v in zip(inverse_alpha, values)))
+
+
+@functools.lru_cache(maxsize=65536)  # a seed plan fits the same few N_min patterns hundreds of thousands of times
+def _slope(points: tuple[tuple[float, float], ...]) -> float | None:
     if len(points) < 2 or len({x for x, _ in points}) < 2:
         return None
     xs, ys = np.array(points).T
     return float(np.polyfit(xs, ys, 1)[0])
 
 
-def mean_steps(rows: Sequence[dict], budget: int) -> dict[float, float]:
-    """alpha* -> mean SGD steps to zero test error (Theorem 1's T) at the largest N over every seed; a
-    seed that never got there within the step `budget` counts at the budget (censored: the mean is then
-    a lower bound, never a mean of the lucky seeds alone)."""
-    largest = max(r["n_train"] for r in rows)
-    by_alpha: dict[float, list[int]] = {}
-    for r in rows:
-        if r["n_train"] == largest:
-            steps = r["steps_to_zero_test_error"]
-            by_alpha.setdefault(r["alpha_star"], []).append(budget if steps < 0 else steps)
-    return {alpha: sum(steps) / len(steps) for alpha, steps in sorted(by_alpha.items())}
+@dataclass(frozen=True, eq=False)
+class SeedRuns:
+    """One seed's runs over a grid of `column` (alpha* for LI-1 and LI-2, the noise radius for LI-6, the initial
+    error for LI-7) by N: the unit those claims resample, its rows and its cells as arrays built once (a seed
+    plan measures thousands of resamples of the same units; copying their rows was its cost)."""
+
+    rows: Sequence[dict]
+    column: str = "alpha_star"
+    _n_mins: dict[float, dict[float, int | None]] = field(default_factory=dict, repr=False)  # by threshold
+
+    def __iter__(self) -> Iterator[dict]:
+        return iter(self.rows)
+
+    @functools.cached_property
+    def grid(self) -> tuple[tuple[float, ...], tuple[int, ...]]:
+        """The column's values and the N the seed ran, ascending."""
+        return tuple(sorted({r[self.column] for r in self.rows})), tuple(sorted({r["n_train"] for r in self.rows}))
+
+    @functools.cached_property
+    def success(self) -> np.ndarray:
+        """value x N: the run's success (0 or 1); ArtifactError when a cell has no run or two."""
+        values, ns = self.grid
+        cells = np.full((len(values), len(ns)), np.nan)
+        for r in self.rows:
+            cells[values.index(r[self.column]), ns.index(r["n_train"])] = r["success"]
+        if len(self.rows) != cells.size or np.isnan(cells).any():
+            raise ArtifactError(f"seed {self.rows[0]['seed']}'s runs are not one per cell of {self.column} "
+                                f"{list(values)} x N {list(ns)}: rerun the stage that wrote them (`dvc repro -f`)")
+        return cells
+
+    @functools.cached_property
+    def steps(self) -> np.ndarray:
+        """Per value: the SGD steps to zero test error at the largest N (-1: never within the budget)."""
+        values, ns = self.grid
+        found = np.full(len(values), np.nan)
+        for r in self.rows:
+            if r["n_train"] == ns[-1]:
+                found[values.index(r[self.column])] = r["steps_to_zero_test_error"]
+        if np.isnan(found).any():
+            raise ArtifactError(f"seed {self.rows[0]['seed']}'s runs lack a {self.column} at N = {ns[-1]}: rerun the "
+                                "stage that wrote them (`dvc repro -f`)")
+        return found
+
+    def n_mins(self, threshold: float) -> dict[float, int | None]:
+        """The seed's own N_min per value (its success rate is 0 or 1), as LI-1 reads N_min over alpha*."""
+        if threshold not in self._n_mins:
+            self._n_mins[threshold] = pooled_n_mins([self], threshold)
+        return self._n_mins[threshold]
 
 
-def by_seed(rows: Sequence[dict]) -> list[list[dict]]:
+def by_seed(rows: Sequence[dict]) -> list[SeedRuns]:
     """The runs of each seed, in seed order: the units a bootstrap resamples."""
-    return [[r for r in rows if r["seed"] == seed] for seed in sorted({r["seed"] for r in rows})]
+    return seed_units(rows, SeedRuns)
 
 
-def scaling(units: Sequence[Sequence[dict]], threshold: float, budget: int
-            ) -> tuple[dict[float, int | None], dict[float, float], float | None, float | None]:
-    """N_min and mean steps per alpha*, and their exponents against 1/alpha*, from the runs of each unit
-    (a seed; a resample may hold one seed several times, each counted as its own). A censored N_min
-    (None) enters its fit at the grid's largest N, a censored step count at the `budget`."""
-    rows = [dict(row, seed=i) for i, unit in enumerate(units) for row in unit]
-    alphas = sorted({r["alpha_star"] for r in rows})
-    inverse = [1 / a for a in alphas]
-    nmins = {a: n_min(rates, threshold) for a, rates in success_rates(rows).items()}
-    steps = mean_steps(rows, budget)
-    largest = max(r["n_train"] for r in rows)
-    return (nmins, steps, fit_exponent(inverse, [nmins[a] for a in alphas], largest),
-            fit_exponent(inverse, [steps[a] for a in alphas], budget))
+def shared_grid(units: Sequence[SeedRuns]) -> tuple[tuple[float, ...], tuple[int, ...]]:
+    """The grid every unit ran; ArtifactError when they differ."""
+    grids = {unit.grid for unit in units}
+    if len(grids) != 1:
+        raise ArtifactError(f"the seeds' runs cover {len(grids)} different grids: rerun the stage that wrote them "
+                            "(`dvc repro -f`)")
+    return grids.pop()
+
+
+def pooled_n_mins(units: Sequence[SeedRuns], threshold: float) -> dict[float, int | None]:
+    """N_min per value over the units' runs pooled (a resample may hold one seed several times, each counted as
+    its own): the smallest N from which on the share of successes stays at or above `threshold`."""
+    values, ns = shared_grid(units)
+    rates = np.mean([unit.success for unit in units], axis=0)
+    return {v: n_min(dict(zip(ns, rates[i])), threshold) for i, v in enumerate(values)}
+
+
+def n_min_scaling(units: Sequence[SeedRuns], threshold: float) -> tuple[dict[float, int | None], float | None]:
+    """N_min per alpha* over the units' runs, pooled, and its exponent against 1/alpha*, a censored N_min (None)
+    entering the fit at the grid's largest N."""
+    alphas, ns = shared_grid(units)
+    nmins = pooled_n_mins(units, threshold)
+    return nmins, fit_exponent([1 / a for a in alphas], [nmins[a] for a in alphas], ns[-1])
+
+
+def steps_scaling(units: Sequence[SeedRuns], budget: int) -> tuple[dict[float, float], float | None]:
+    """Theorem 1's T per alpha*: the mean over the units of the SGD steps to zero test error at the largest N, a
+    seed that never got there within the step `budget` counted at the budget (censored: the mean is then a lower
+    bound, never a mean of the lucky seeds alone); and its exponent against 1/alpha*."""
+    alphas, _ = shared_grid(units)
+    stacked = np.array([unit.steps for unit in units])
+    means = np.where(stacked < 0, budget, stacked).mean(axis=0)
+    steps = {a: float(means[i]) for i, a in enumerate(alphas)}
+    return steps, fit_exponent([1 / a for a in alphas], [steps[a] for a in alphas], budget)
 
 
 def summarize(rows: Sequence[dict], threshold: float, budget: int) -> dict:
     """The point estimates the scaling figure draws: N_min and steps per alpha*, both exponents against
     1/alpha*, and the alpha* whose N_min the grid censors. Their intervals are the claims' (LI-1, LI-2),
     computed there alone, so that no two files give one number two intervals."""
-    nmins, steps, n_exp, step_exp = scaling(by_seed(rows), threshold, budget)
+    units = by_seed(rows)
+    (nmins, n_exp), (steps, step_exp) = n_min_scaling(units, threshold), steps_scaling(units, budget)
     # numbers and alpha*-keyed maps of numbers only, -1 for "never reached in the grid", so that every
     # value reads as a number
     return {"n_min": {str(a): -1 if n is None else n for a, n in nmins.items()},
