@@ -546,6 +546,7 @@ def test_a_value_with_the_keys_that_move_with_it_sets_them_and_reaches_where_the
     deeper = {"value": [2, 5], "with": {"real.models.cnn.blocks": [2, 5], "pk_buildup.model_end": [3, 4, 5, 6]}}
     same = {"value": [2, 3], "with": {"real.models.cnn.blocks": [2, 3]}}
     (point,) = grid_points(_raw({ALTERNET: [[2, 3], same, deeper]}))
+    assert {point: 1}[grid_points(_raw({ALTERNET: [[2, 3], same, deeper]}))[0]] == 1  # a key of the table's maps
     assert point.value == [2, 5] and point.name == "atlas-pk_train.alternet.blocks-2_5" and point.overrides == [
         "real.models.cnn.blocks=[2, 5]", "pk_buildup.model_end=[3, 4, 5, 6]", "pk_train.alternet.blocks=[2, 5]"]
     with pytest.raises(ParamsError, match=r"its point \[2, 5\] is not a valid params file: .*real.models.cnn.blocks"):

@@ -127,6 +127,9 @@ class Point:
     value: Any
     brought: tuple[tuple[str, str], ...] = ()  # (params key, its value as JSON): a point is hashable
 
+    def __hash__(self) -> int:  # by the value's JSON: a value may be a list (AlterNet's blocks)
+        return hash((self.knob, value_text(self.value), self.brought))
+
     @functools.cached_property  # the line's base is parsed once per point (a preset base reads its file)
     def settings(self) -> tuple[tuple[str, Any], ...]:
         """Every (params key, value) the point sets, in the order they are set."""
