@@ -115,13 +115,15 @@ def queue_commands(grid_points: Sequence[Point], done: Mapping[str, str]) -> lis
 
 def point_cost(point: Point, seconds: Mapping[str, float]) -> str:
     """What `point` costs: the committed run's times of the stages its settings rerun (vitheory.reach), an
-    upper bound (a stage whose inputs come out the same comes back from the run-cache)."""
+    estimate at the default sizes: less where a stage's inputs come out the same (it comes back from the
+    run-cache), more where the point enlarges the data or a model (PERF)."""
     rerun = sorted(set().union(*(rerun_by(key) for key, _ in point.settings)))
     untimed = [stage for stage in rerun if stage not in seconds]
     said = f"about {duration(sum(seconds.get(stage, 0.0) for stage in rerun))} of stage time"
     if untimed:
         said += f" and {len(untimed)} stages the committed run did not time ({', '.join(untimed)})"
-    return f"{said}: the committed run's times of the {len(rerun)} stages it reruns, an upper bound"
+    return (f"{said}: the committed run's times of the {len(rerun)} stages it reruns, at the default sizes (more "
+            "where the point enlarges the data or a model)")
 
 
 def not_run(raw: Mapping[str, Any], rows: Sequence[Mapping[str, str]], seconds: Mapping[str, float]) -> dict[str, str]:
