@@ -404,27 +404,34 @@ def test_a_clone_without_the_experiments_remakes_the_committed_atlas_from_its_re
     assert len(problems) == 1 and "differs from the table its records" in problems[0].text
 
 
-def test_the_table_never_measures_fewer_points_than_the_workspaces_without_being_told(tmp_path, monkeypatch):
+def test_the_table_never_drops_a_point_of_the_workspaces_without_being_told(tmp_path, monkeypatch):
     """A point with neither an experiment here nor a record of this run is refused, not cut from the table (a
-    record of another default run does not stand for it); --fewer cuts it."""
+    record of another default run does not stand for it), even where the table gains as many points (CI at
+    9cf8a32: a grid of two new points replaced the committed table's two); --fewer cuts it."""
     from vitheory.atlas import main, make_table, rederive
 
     committed = _atlas_repo(tmp_path, [0.1, 0.2, 0.3], {})
     base = _git(tmp_path, "rev-parse", "HEAD")
-    _experiment(tmp_path, base, with_value(_raw({KNOB: [0.1, 0.2, 0.3]}), KNOB, 0.1), committed, f"atlas-{KNOB}-0.1")
+    for value in (0.1, 0.3):
+        _experiment(tmp_path, base, with_value(_raw({KNOB: [0.1, 0.2, 0.3]}), KNOB, value), committed,
+                    f"atlas-{KNOB}-{value}")
+    later = f"refs/exps/{base[:2]}/{base[2:]}/atlas-{KNOB}-0.3"
+    finished_later = _git(tmp_path, "rev-parse", later)
+    _git(tmp_path, "update-ref", "-d", later)  # 0.3 finishes after the table is made
     monkeypatch.chdir(tmp_path)
     assert make_table(tmp_path) == [f"atlas-{KNOB}-0.3"]
     table = (tmp_path / "reports/atlas/atlas.csv").read_bytes()
     record = tmp_path / f"reports/atlas/points/atlas-{KNOB}-0.1.json"
     record.write_text(record.read_text().replace('"default_run": "', '"default_run": "another run '))
     _git(tmp_path, "update-ref", "-d", f"refs/exps/{base[:2]}/{base[2:]}/atlas-{KNOB}-0.1")
-    with pytest.raises(ArtifactError, match="has 1 measured points, this table would have 0 .* pass --fewer"):
-        make_table(tmp_path)
+    assert rederive(tmp_path)[1].startswith("1 of its 1 points have no record of this run's claims")
+    _git(tmp_path, "update-ref", later, finished_later)
+    with pytest.raises(ArtifactError, match=rf"measures 1 points this table would not \({KNOB}=0.1: .* pass --fewer"):
+        make_table(tmp_path)  # 0.3 gained, 0.1 lost: as many points, one of them dropped
     assert (tmp_path / "reports/atlas/atlas.csv").read_bytes() == table
     assert main(["table"]) == 2
-    assert rederive(tmp_path)[1].startswith("1 of its 1 points have no record of this run's claims")
     assert main(["table", "--fewer"]) == 0
-    assert {row["value"] for row in read_atlas(tmp_path / "reports/atlas/atlas.csv")} == {"0.2"}
+    assert {row["value"] for row in read_atlas(tmp_path / "reports/atlas/atlas.csv")} == {"0.2", "0.3"}
 
 
 def test_a_point_outside_a_premise_of_the_theorem_is_named_so_and_not_read_as_a_flip():

@@ -27,7 +27,7 @@ Experiments live in one machine's git refs and run-cache; the table does not. Ea
 is written to `reports/atlas/points/<name>.json` and committed with the table, so that a clone re-derives
 the table from git alone (`verify` does) and a point whose experiment is not here is read from its record.
 A record counts only for the default run it was measured against (the same claims.json). `table` refuses to
-write a table with fewer measured points than the one in the workspace unless given `--fewer`.
+write a table that drops a measured point of the one in the workspace unless given `--fewer`.
 """
 
 from __future__ import annotations
@@ -306,7 +306,7 @@ def claim_figure(rows: Sequence[Mapping[str, str]], claim: str, knobs: Sequence[
 def make_table(root: Path, rev: str = "HEAD", fewer: bool = False) -> list[str]:
     """reports/atlas/atlas.csv and atlas.png from commit `rev`'s run and its finished experiments, or their
     committed records where the experiments are not here; returns the names of the grid's points that have
-    not run yet. Refuses (ArtifactError) to measure fewer points than the table in the workspace unless
+    not run yet. Refuses (ArtifactError) to drop a measured point of the table in the workspace unless
     `fewer`."""
     raw = yaml.safe_load(git_file(root, rev, DEFAULT_PATH))
     params = parse_params(raw)
@@ -324,12 +324,14 @@ def make_table(root: Path, rev: str = "HEAD", fewer: bool = False) -> list[str]:
     rows = atlas_rows(json.loads(default_text)["claims"], raw, list(params.atlas.knobs), found, failed_points)
     table = root / artifact("atlas_table")
     if table.is_file() and not fewer:
-        before = measured_points(read_atlas(table))
-        after = measured_points([dict(zip(COLUMNS, map(str, row))) for row in rows])
-        if len(after) < len(before):
-            raise ArtifactError(f"{artifact('atlas_table')} has {len(before)} measured points, this table would have "
-                                f"{len(after)} (no experiment or record of this run for "
-                                f"{len(before - after)} of them): `dvc exp pull` them, or pass --fewer to cut it")
+        # a point the new table gains does not make up for one it loses
+        dropped = (measured_points(read_atlas(table))
+                   - measured_points([dict(zip(COLUMNS, map(str, row))) for row in rows]))
+        if dropped:
+            names = ", ".join(f"{knob}={value}" for knob, value in sorted(dropped))
+            raise ArtifactError(f"{artifact('atlas_table')} measures {len(dropped)} points this table would not "
+                                f"({names}: no experiment or record of this run here): `dvc exp pull` them, "
+                                "or pass --fewer to cut them")
     write_table(table, COLUMNS, rows)
     set_theme(params.render.context)
     save_png(atlas_figure(rows), root / artifact("atlas_figure"), params.render.dpi)
@@ -393,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     table.add_argument("--rev", default="HEAD", help="the commit whose run and experiments to read (default HEAD): "
                        "experiments belong to the commit they were queued from")
     table.add_argument("--fewer", action="store_true",
-                       help="write the table even if it measures fewer points than the one in the workspace")
+                       help="write the table even if it drops measured points of the one in the workspace")
     args = parser.parse_args(argv)
     root = Path.cwd()
     try:
