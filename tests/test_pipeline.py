@@ -649,8 +649,8 @@ def test_the_atlas_of_a_three_point_grid_has_every_claim_at_every_point(repo, tm
     _dvc("queue", "start", "-j", "1", cwd=copy)
     _wait_for_the_queue(copy, 2, 600)
     committed = (copy / artifact("atlas_table")).read_bytes()
-    refused = _run([*atlas, "table"], copy, check=False)  # the committed table measures more points
-    assert refused.returncode == 2 and "pass --fewer to cut it" in refused.stderr, refused.stderr
+    refused = _run([*atlas, "table"], copy, check=False)  # the committed table's points are off this grid
+    assert refused.returncode == 2 and "pass --fewer to cut them" in refused.stderr, refused.stderr
     assert (copy / artifact("atlas_table")).read_bytes() == committed
     made = _run([*atlas, "table", "--fewer"], copy).stdout
     assert "every point of the grid ran" in made, made

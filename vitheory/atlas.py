@@ -330,7 +330,7 @@ def make_table(root: Path, rev: str = "HEAD", fewer: bool = False) -> list[str]:
         if dropped:
             names = ", ".join(f"{knob}={value}" for knob, value in sorted(dropped))
             raise ArtifactError(f"{artifact('atlas_table')} measures {len(dropped)} points this table would not "
-                                f"({names}: no experiment or record of this run here): `dvc exp pull` them, "
+                                f"({names}: off the grid, or no experiment or record of this run here): `dvc exp pull` them, "
                                 "or pass --fewer to cut them")
     write_table(table, COLUMNS, rows)
     set_theme(params.render.context)
