@@ -322,21 +322,20 @@ def make_table(root: Path, rev: str = "HEAD", fewer: bool = False) -> list[str]:
     failed_points = {point: failures[point.name] for point in grid_points
                      if point not in found and point.name in failures}
     rows = atlas_rows(json.loads(default_text)["claims"], raw, list(params.atlas.knobs), found, failed_points)
+    read_back = [dict(zip(COLUMNS, map(str, row))) for row in rows]  # the rows as the written table reads
     table = root / artifact("atlas_table")
     if table.is_file() and not fewer:
         # a point the new table gains does not make up for one it loses
-        dropped = (measured_points(read_atlas(table))
-                   - measured_points([dict(zip(COLUMNS, map(str, row))) for row in rows]))
+        dropped = measured_points(read_atlas(table)) - measured_points(read_back)
         if dropped:
             names = ", ".join(f"{knob}={value}" for knob, value in sorted(dropped))
             raise ArtifactError(f"{artifact('atlas_table')} measures {len(dropped)} points this table would not "
-                                f"({names}: off the grid, or no experiment or record of this run here): `dvc exp pull` them, "
-                                "or pass --fewer to cut them")
+                                f"({names}: off the grid, or no experiment or record of this run here): "
+                                "`dvc exp pull` them, or pass --fewer to cut them")
     write_table(table, COLUMNS, rows)
     set_theme(params.render.context)
     save_png(atlas_figure(rows), root / artifact("atlas_figure"), params.render.dpi)
-    write_claim_figures(root, [dict(zip(COLUMNS, map(str, row))) for row in rows], params.atlas.knobs,
-                        params.render.dpi)
+    write_claim_figures(root, read_back, params.atlas.knobs, params.render.dpi)
     return [point.name for point in grid_points if point not in found and point not in failed_points]
 
 
