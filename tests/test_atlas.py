@@ -317,6 +317,10 @@ def test_the_table_reads_each_finished_experiment_of_head_from_its_commit(tmp_pa
     assert make_table(tmp_path) == []  # ... but the same run: the points' records stand for them
     assert make_table(tmp_path, rev=base[:7]) == []  # `table --rev`: the experiments of the commit they ran at
     assert read_atlas(tmp_path / "reports/atlas/atlas.csv") == rows
+    _experiment(tmp_path, base, with_value(params, KNOB, 0.4), flipped, f"atlas-{KNOB}-0.4")
+    _commit(tmp_path, _raw({KNOB: [0.1, 0.2, 0.3, 0.4]}), claims, "the grid grows after the run")
+    assert make_table(tmp_path, rev=base[:7]) == []  # the new value read from the run's experiment of it
+    assert {row["value"] for row in read_atlas(tmp_path / "reports/atlas/atlas.csv")} == {"0.1", "0.2", "0.3", "0.4"}
     _git(tmp_path, "reset", "-q", "--hard", base)
     _experiment(tmp_path, base, with_value(params, KNOB, 0.25), claims, f"atlas-{KNOB}-0.3")  # renamed by hand
     with pytest.raises(ParamsError, match=f"experiment atlas-{KNOB}-0.3 ran with {KNOB} = 0.25, not 0.3"):

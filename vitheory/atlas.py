@@ -16,8 +16,9 @@ never queued again, and points run elsewhere arrive with `dvc exp pull` (README,
 offline) and reads each one's `reports/claims.json` from its commit (`git show`): claims.json is a
 git-tracked output, not a metric, so `dvc exp show --json` does not carry it, and exp show's rows also
 hold queued and failed experiments, whose revisions are stashes of the baseline. The default point is
-HEAD's own committed run. The table reads the grid as that commit had it, without checking its points
-again (`queue` does), and checks that each experiment ran at its point's value. A failed
+HEAD's own committed run. The table reads the grid from the workspace's params.yaml around that commit's
+defaults, so that a line added after a run reads the experiments of it run there (`--rev`), and checks that
+each experiment ran at its point's settings. A failed
 experiment of HEAD (its run stopped on an error: a training that diverged) is a point not measured, each
 claim's row there carrying the run's first error line from the queue's log (DVC's `celery_queue`); `queue`
 queues it again.
@@ -122,8 +123,9 @@ def point_cost(point: Point, seconds: Mapping[str, float]) -> str:
     said = f"about {duration(sum(seconds.get(stage, 0.0) for stage in rerun))} of stage time"
     if untimed:
         said += f" and {len(untimed)} stages the committed run did not time ({', '.join(untimed)})"
-    return (f"{said}: the committed run's times of the {len(rerun)} stages it reruns, at the default sizes (more "
-            "where the point enlarges the data or a model)")
+    return (f"{said}: the committed run's times of the {len(rerun)} stages it reruns, at the default sizes on an "
+            "idle machine (more where the point enlarges the data or a model; beside other runs, three to five "
+            "times more: docs/PERF.md)")
 
 
 def not_run(raw: Mapping[str, Any], rows: Sequence[Mapping[str, str]], seconds: Mapping[str, float]) -> dict[str, str]:
@@ -309,9 +311,10 @@ def make_table(root: Path, rev: str = "HEAD", fewer: bool = False) -> list[str]:
     not run yet. Refuses (ArtifactError) to drop a measured point of the table in the workspace unless
     `fewer`."""
     raw = yaml.safe_load(git_file(root, rev, DEFAULT_PATH))
+    # `rev`'s defaults with the workspace's grid: a line added after `rev` reads the experiments of it run at
+    # `rev` (each is checked below to have run at its point's settings), and verify re-derives from that grid
+    raw["atlas"] = read_params_file(root / DEFAULT_PATH)["atlas"]
     params = parse_params(raw)
-    # the grid as `rev` had it, its points not checked again: one that today's loader refuses may have run at
-    # `rev`, or failed there (a failed point is shown, with its error)
     grid_points = points(params.atlas, raw)
     default_text = git_file(root, rev, artifact("claims"))
     default_run = run_digest(default_text)
